@@ -1,0 +1,83 @@
+"""The `sae` job kind's configuration: every knob a user sets for one SAE training run.
+
+Validated by the API at submit time and again by the trainer, so a bad value is a 422 naming
+the field, never a crashed rank.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class SyntheticDataset(BaseModel):
+    """Seeded superposition data with known ground-truth feature directions (quality is measurable)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["synthetic"] = "synthetic"
+    num_features: int = Field(default=512, ge=1, le=1_000_000, description="true features")
+    active_features: float = Field(
+        default=5.0, gt=0, le=1000, description="expected true features active per sample"
+    )
+    num_samples: int = Field(default=1_000_000, ge=1, le=10**10)
+
+
+class FileDataset(BaseModel):
+    """Activation vectors in a `.safetensors` or `.npy` file under the data directory, [N, d_in]."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["file"] = "file"
+    path: str = Field(
+        min_length=1,
+        max_length=512,
+        description="relative to <data_dir>/datasets; no '..' or absolute paths",
+        pattern=r"^(?!/)(?!.*(^|/)\.\.(/|$))[A-Za-z0-9_./-]+\.(safetensors|npy)$",
+    )
+    tensor_name: str | None = Field(
+        default=None, max_length=128, description="tensor to read from a .safetensors file"
+    )
+
+
+Dataset = Annotated[SyntheticDataset | FileDataset, Field(discriminator="type")]
+
+
+class DdpOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bucket_cap_mb: float = Field(default=25.0, gt=0, le=4096)
+    gradient_as_bucket_view: bool = True
+    broadcast_buffers: bool = False
+
+
+class SaeConfig(BaseModel):
+    """A standard ReLU SAE as SAELens defines it, trained with Adam."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    d_in: int = Field(default=64, ge=1, le=65_536, description="activation width")
+    d_sae: int = Field(default=512, ge=1, le=4_194_304, description="dictionary size")
+    l1_coefficient: float = Field(default=1e-3, ge=0, le=1e6)
+    lr: float = Field(default=1e-3, gt=0, le=10)
+    adam_beta1: float = Field(default=0.9, ge=0, lt=1)
+    adam_beta2: float = Field(default=0.999, ge=0, lt=1)
+    batch_size: int = Field(
+        default=4096, ge=1, le=1_048_576, description="global batch, split evenly across ranks"
+    )
+    steps: int = Field(default=2000, ge=1, le=100_000_000)
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    grad_clip_norm: float | None = Field(default=None, gt=0, le=1e6)
+    dataset: Dataset = Field(default_factory=SyntheticDataset)
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
+    checkpoint_interval: int = Field(default=500, ge=1, le=100_000_000, description="in steps")
+    metrics_interval: int = Field(default=10, ge=1, le=1_000_000, description="in steps")
+    ddp: DdpOptions = Field(default_factory=DdpOptions)
+
+    @model_validator(mode="after")
+    def _check_size(self) -> SaeConfig:
+        # W_enc + W_dec alone; past this no device we know of holds even the parameters.
+        if 2 * self.d_in * self.d_sae > 16 * 1024**3:
+            raise ValueError("d_in * d_sae is too large: the weights alone exceed 64 GiB")
+        return self
