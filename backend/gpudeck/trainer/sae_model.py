@@ -52,3 +52,21 @@ class SparseAutoencoder(nn.Module):
         decoder_norms = self.W_dec.norm(dim=1)
         l1_loss = l1_coefficient * (feature_acts * decoder_norms).sum(dim=-1).mean()
         return SaeOutput(feature_acts, sae_out, mse_loss, l1_loss, mse_loss + l1_loss)
+
+
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: torch.Tensor,
+    *,
+    l1_coefficient: float,
+    grad_clip_norm: float | None = None,
+) -> SaeOutput:
+    """One optimizer step. The trainer and the memory estimate both trace exactly this."""
+    output: SaeOutput = model(batch, l1_coefficient)
+    output.loss.backward()
+    if grad_clip_norm is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return output
