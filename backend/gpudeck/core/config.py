@@ -37,7 +37,7 @@ class SimulatedDeviceSpec:
         match = _SIMULATED_RE.match(text)
         if not match:
             raise ValueError(
-                f"{text!r} is not a device set; write COUNTxSIZE[GiB|GB|MiB] [\"name\"], "
+                f'{text!r} is not a device set; write COUNTxSIZE[GiB|GB|MiB] ["name"], '
                 'e.g. 4x80GiB or 2 x 24 GiB "Simulated L4"'
             )
         count = int(match["count"])

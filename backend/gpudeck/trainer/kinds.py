@@ -71,7 +71,9 @@ def registry() -> dict[str, JobKind]:
             log.exception("job kind %r failed to load; it is not offered", entry_point.name)
             continue
         if not isinstance(kind, JobKind) or kind.name != entry_point.name:
-            log.error("entry point %r is not a JobKind named %r", entry_point.value, entry_point.name)
+            log.error(
+                "entry point %r is not a JobKind named %r", entry_point.value, entry_point.name
+            )
             continue
         kinds.setdefault(kind.name, kind)
     return kinds

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class SyntheticDataset(BaseModel):
@@ -34,11 +34,19 @@ class FileDataset(BaseModel):
         min_length=1,
         max_length=512,
         description="relative to <data_dir>/datasets; no '..' or absolute paths",
-        pattern=r"^(?!/)(?!.*(^|/)\.\.(/|$))[A-Za-z0-9_./-]+\.(safetensors|npy)$",
+        pattern=r"^[A-Za-z0-9_][A-Za-z0-9_./-]*\.(safetensors|npy)$",
     )
     tensor_name: str | None = Field(
         default=None, max_length=128, description="tensor to read from a .safetensors file"
     )
+
+    @field_validator("path")
+    @classmethod
+    def _inside_datasets(cls, value: str) -> str:
+        # The pattern already refuses a leading '/'; this refuses climbing out with '..'.
+        if ".." in value.split("/"):
+            raise ValueError("must stay inside the datasets directory (no '..')")
+        return value
 
 
 Dataset = Annotated[SyntheticDataset | FileDataset, Field(discriminator="type")]

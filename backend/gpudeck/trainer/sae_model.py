@@ -1,9 +1,9 @@
 """The standard ReLU sparse autoencoder, with SAELens's parameter names and loss definitions.
 
-    f     = relu((x - b_dec) @ W_enc + b_enc)
-    x_hat = f @ W_dec + b_dec
-    mse_loss = mean over the batch of sum over d_in of (x_hat - x)^2
-    l1_loss  = mean over the batch of l1_coefficient * sum_j f_j * ||W_dec[j]||
+f     = relu((x - b_dec) @ W_enc + b_enc)
+x_hat = f @ W_dec + b_dec
+mse_loss = mean over the batch of sum over d_in of (x_hat - x)^2
+l1_loss  = mean over the batch of l1_coefficient * sum_j f_j * ||W_dec[j]||
 """
 
 from __future__ import annotations

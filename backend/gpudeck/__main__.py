@@ -1,0 +1,3 @@
+from gpudeck.cli import app
+
+app()

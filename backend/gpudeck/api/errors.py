@@ -1,0 +1,34 @@
+"""One place that turns domain errors into HTTP responses naming the field and the reason."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from gpudeck.services.errors import DomainError
+
+
+def _loc(field: str | None) -> list[str | int]:
+    parts: list[str | int] = ["body"]
+    for part in (field or "").split("."):
+        if part:
+            parts.append(int(part) if part.isdigit() else part)
+    return parts
+
+
+async def domain_error_handler(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, DomainError)
+    if exc.status_code == 422:
+        # The same shape as FastAPI's schema errors, so clients parse one format.
+        pairs = exc.extra.get("errors") or [(exc.field, exc.message)]
+        detail: object = [
+            {"loc": _loc(field), "msg": msg, "type": exc.code} for field, msg in pairs
+        ]
+    else:
+        extra = {k: v for k, v in exc.extra.items() if k != "errors"}
+        detail = {"code": exc.code, "field": exc.field, "message": exc.message, **extra}
+    return JSONResponse(status_code=exc.status_code, content={"detail": detail})
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(DomainError, domain_error_handler)

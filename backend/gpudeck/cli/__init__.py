@@ -1,0 +1,12 @@
+"""The `gpudeck` command line. Server commands start parts of GPUDeck; client commands talk to a
+running API over HTTP (readable tables by default, `--json` for scripts)."""
+
+from __future__ import annotations
+
+import typer
+
+from gpudeck.cli import client, server
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+server.register(app)
+client.register(app)

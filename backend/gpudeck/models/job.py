@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from gpudeck.core.db import Base
+from gpudeck.models.allocation import Allocation
+
+
+class JobStatus(enum.StrEnum):
+    queued = "queued"
+    starting = "starting"
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
+    lost = "lost"
+
+
+_STATUSES = ", ".join(f"'{s.value}'" for s in JobStatus)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint(f"status IN ({_STATUSES})", name="ck_jobs_status"),
+        Index("ix_jobs_status_created", "status", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    kind: Mapped[str] = mapped_column(String(64))
+    config: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    status: Mapped[str] = mapped_column(String(16), default=JobStatus.queued)
+    owner: Mapped[str] = mapped_column(String(128), default="local")
+    node: Mapped[str] = mapped_column(String(128))
+    world_size: Mapped[int] = mapped_column(Integer)
+    resume_from_job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id"))
+    estimate_bytes_per_device: Mapped[int | None] = mapped_column(BigInteger)
+    peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    progress_step: Mapped[int] = mapped_column(BigInteger, default=0)
+    progress_total: Mapped[int | None] = mapped_column(BigInteger)
+    error: Mapped[str | None] = mapped_column(Text)
+    cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    allocations: Mapped[list[Allocation]] = relationship(order_by=Allocation.rank, lazy="selectin")
+
+
+class JobMetric(Base):
+    __tablename__ = "job_metrics"
+    __table_args__ = (Index("ix_job_metrics_job_step", "job_id", "step"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    step: Mapped[int] = mapped_column(BigInteger)
+    metrics: Mapped[dict[str, float]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Checkpoint(Base):
+    __tablename__ = "checkpoints"
+    __table_args__ = (UniqueConstraint("job_id", "step", name="uq_checkpoints_job_step"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    step: Mapped[int] = mapped_column(BigInteger)
+    # Relative to the data directory, so the data directory can move.
+    path: Mapped[str] = mapped_column(String(1024))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    files: Mapped[list[str]] = mapped_column(JSONB)
+    loss: Mapped[float | None] = mapped_column(Float)
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

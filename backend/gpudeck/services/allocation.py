@@ -1,0 +1,81 @@
+"""Reserving devices for a job. Postgres's partial unique index on live allocations is the only
+arbiter: two transactions can never both hold a device, whatever they read beforehand."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from psycopg.errors import UniqueViolation
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from gpudeck.models import Allocation, Device, Job
+from gpudeck.services.errors import BusyDevice, GpuBusy, NotEnoughDevices
+
+# A count request re-picks when a concurrent explicit request took a device it chose.
+_COUNT_RETRIES = 5
+
+
+@dataclass(frozen=True)
+class Chosen:
+    node: str
+    uuid: str
+    index: int
+
+
+def live_holders(session: Session, node: str, uuids: Sequence[str]) -> dict[str, int]:
+    rows = session.execute(
+        select(Allocation.gpu_uuid, Allocation.job_id).where(
+            Allocation.node == node,
+            Allocation.gpu_uuid.in_(uuids),
+            Allocation.released_at.is_(None),
+        )
+    )
+    return {uuid: job_id for uuid, job_id in rows}
+
+
+def reserve(session: Session, job: Job, devices: Sequence[Chosen]) -> None:
+    """Insert the job's allocations; a device already held raises GpuBusy naming its holder."""
+    try:
+        with session.begin_nested():
+            session.add_all(
+                Allocation(job_id=job.id, node=d.node, gpu_uuid=d.uuid, gpu_index=d.index, rank=r)
+                for r, d in enumerate(devices)
+            )
+            session.flush()
+    except IntegrityError as exc:
+        if not isinstance(exc.orig, UniqueViolation):
+            raise
+        holders = live_holders(session, job.node, [d.uuid for d in devices])
+        raise GpuBusy(
+            [
+                BusyDevice(d.node, d.uuid, d.index, holders[d.uuid], "held_by_job")
+                for d in devices
+                if d.uuid in holders
+            ]
+        ) from None
+
+
+def reserve_count(session: Session, job: Job, count: int) -> list[Chosen]:
+    """Pick `count` free devices on the job's node and reserve them, in this transaction.
+
+    The node's device rows are locked first so concurrent count requests queue up instead of
+    choosing the same devices and retrying; explicit requests still race only on the index.
+    """
+    for _ in range(_COUNT_RETRIES):
+        devices = session.scalars(
+            select(Device).where(Device.node == job.node).order_by(Device.index).with_for_update()
+        ).all()
+        holders = live_holders(session, job.node, [d.uuid for d in devices])
+        free = [d for d in devices if d.uuid not in holders and not d.external_processes]
+        if len(free) < count:
+            raise NotEnoughDevices(count, len(free), job.node)
+        chosen = [Chosen(d.node, d.uuid, d.index) for d in free[:count]]
+        try:
+            reserve(session, job, chosen)
+        except GpuBusy:
+            continue
+        return chosen
+    raise NotEnoughDevices(count, 0, job.node)
