@@ -69,7 +69,7 @@ def list_devices_with_holders(session: Session) -> list[tuple[Device, Job | None
         .outerjoin(Job, Job.id == Allocation.job_id)
         .order_by(Device.node, Device.index)
     )
-    return [(device, job) for device, job in rows.tuples()]
+    return [(device, job) for device, job in rows]
 
 
 def list_nodes(session: Session) -> list[tuple[Node, int]]:
@@ -79,4 +79,4 @@ def list_nodes(session: Session) -> list[tuple[Node, int]]:
         .group_by(Node.name)
         .order_by(Node.name)
     )
-    return [(node, count) for node, count in rows.tuples()]
+    return [(node, count) for node, count in rows]

@@ -1,0 +1,86 @@
+"""Fixtures over real PostgreSQL and Redis (see harness.py for where they come from)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+from harness import TEST_NODE, register_devices, resolve_services, truncate_all
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from gpudeck.core import migrate
+from gpudeck.core.config import Settings
+from gpudeck.core.db import make_engine, make_sessionmaker
+from gpudeck.main import create_app
+
+
+@pytest.fixture(scope="session")
+def service_urls() -> Iterator[tuple[str, str]]:
+    database_url, redis_url, embedded = resolve_services()
+    try:
+        yield database_url, redis_url
+    finally:
+        embedded.stop()
+
+
+@pytest.fixture(scope="session")
+def migrated_engine(service_urls: tuple[str, str]) -> Iterator[Engine]:
+    """The schema comes from the Alembic migrations, as in production (no create_all)."""
+    engine = make_engine(service_urls[0], pool_size=5)
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
+    migrate.upgrade(service_urls[0])
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def session_factory(migrated_engine: Engine) -> Iterator[sessionmaker[Session]]:
+    factory = make_sessionmaker(migrated_engine)
+    yield factory
+    with factory() as session:
+        truncate_all(session)
+
+
+@pytest.fixture
+def db(session_factory: sessionmaker[Session]) -> Iterator[Session]:
+    with session_factory() as session:
+        yield session
+
+
+@pytest.fixture
+def devices(db: Session) -> str:
+    """Eight simulated 80 GiB devices on the test node; returns the node name."""
+    register_devices(db)
+    return TEST_NODE
+
+
+@pytest.fixture
+def redis_client(service_urls: tuple[str, str]) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(service_urls[1], decode_responses=True)
+    client.flushdb()
+    yield client
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture
+def settings(service_urls: tuple[str, str], tmp_path: Path, migrated_engine: Engine) -> Settings:
+    return Settings(
+        database_url=service_urls[0],
+        redis_url=service_urls[1],
+        data_dir=tmp_path / "data",
+        node_name=TEST_NODE,
+        device_provider="simulated",
+        simulated_devices="8x80GiB",
+    )
+
+
+@pytest.fixture
+def client(settings: Settings, session_factory: sessionmaker[Session]) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client

@@ -1,0 +1,127 @@
+"""Shared test helpers: where the services are, a live API server, factories.
+
+Services: GPUDECK_TEST_DATABASE_URL / GPUDECK_TEST_REDIS_URL when set; else the local servers at
+127.0.0.1:5432 (database `test`) and 127.0.0.1:6379 when reachable; else embedded ones started
+for the session under a temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from gpudeck.core.config import Settings
+from gpudeck.core.embedded import EmbeddedServices
+from gpudeck.main import create_app
+from gpudeck.models import Job, JobStatus
+from gpudeck.schemas.jobs import JobCreate
+from gpudeck.services import jobs as job_service
+from gpudeck.services.inventory import upsert_inventory
+from gpudeck.telemetry.simulated import simulated_inventory
+
+LOCAL_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+LOCAL_REDIS_URL = "redis://127.0.0.1:6379/0"
+TEST_NODE = "testnode"
+TABLES = ("job_metrics", "checkpoints", "allocations", "jobs", "devices", "nodes")
+
+
+def reachable(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def resolve_services() -> tuple[str, str, EmbeddedServices]:
+    embedded = EmbeddedServices(Path(tempfile.mkdtemp(prefix="gpudeck-test-services-")))
+    database_url = os.environ.get("GPUDECK_TEST_DATABASE_URL")
+    if not database_url:
+        database_url = LOCAL_DATABASE_URL if reachable(5432) else embedded.start_postgres()
+    redis_url = os.environ.get("GPUDECK_TEST_REDIS_URL")
+    if not redis_url:
+        redis_url = LOCAL_REDIS_URL if reachable(6379) else embedded.start_redis()
+    return database_url, redis_url, embedded
+
+
+def truncate_all(session: Session) -> None:
+    """Every test leaves the database as it found it (only the schema remains)."""
+    session.execute(text(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE"))
+    session.commit()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def register_devices(session: Session, spec: str = "8x80GiB", node: str = TEST_NODE) -> None:
+    settings_spec = Settings(simulated_devices=spec).simulated
+    upsert_inventory(session, node, "simulated", simulated_inventory(settings_spec, node))
+    session.commit()
+
+
+def make_job(
+    session: Session,
+    *,
+    devices: list[int] | None = None,
+    count: int | None = None,
+    config: dict[str, Any] | None = None,
+    status: JobStatus = JobStatus.queued,
+) -> Job:
+    """A committed job holding the given device indices (or `count` picked ones)."""
+    spec = JobCreate(
+        kind="sae",
+        config=config or {"steps": 10, "batch_size": 64},
+        devices=[{"index": i, "node": TEST_NODE} for i in devices] if devices else None,  # type: ignore[misc]
+        count=count if devices is None else None,
+        node=TEST_NODE if devices is None else None,
+    )
+    job = job_service.create_job(session, spec, owner="tester")
+    session.commit()
+    if status is not JobStatus.queued:
+        session.execute(text("UPDATE jobs SET status = :s WHERE id = :id"), {"s": status, "id": job.id})
+        session.commit()
+        session.refresh(job)
+    return job
+
+
+@contextmanager
+def live_server(settings: Settings) -> Iterator[str]:
+    """A real uvicorn server on a free port in a thread; yields its base URL."""
+    settings = settings.model_copy(update={"port": free_port()})
+    config = uvicorn.Config(
+        create_app(settings), host="127.0.0.1", port=settings.port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{settings.port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError("test server did not start")
+        time.sleep(0.05)
+    try:
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
