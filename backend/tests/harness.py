@@ -83,9 +83,10 @@ def make_job(
     status: JobStatus = JobStatus.queued,
 ) -> Job:
     """A committed job holding the given device indices (or `count` picked ones)."""
+    world_size = len(devices) if devices else int(count or 1)
     spec = JobCreate(
         kind="sae",
-        config=config or {"steps": 10, "batch_size": 64},
+        config=config or {"steps": 10, "batch_size": 64 * world_size},
         devices=[{"index": i, "node": TEST_NODE} for i in devices] if devices else None,  # type: ignore[misc]
         count=count if devices is None else None,
         node=TEST_NODE if devices is None else None,

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from harness import make_job
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from gpudeck.models import Allocation, JobStatus
+from gpudeck.services import job_state
+from gpudeck.services.errors import InvalidTransition, JobNotFound
+
+S = JobStatus
+HAPPY_PATH = [S.starting, S.running, S.succeeded]
+
+
+def test_allowed_transitions_are_exactly_the_documented_ones() -> None:
+    allowed = {(a, b) for a, b in itertools.product(S, S) if job_state.can_transition(a, b)}
+    assert allowed == {
+        (S.queued, S.starting), (S.queued, S.cancelled), (S.queued, S.failed),
+        (S.starting, S.running), (S.starting, S.failed), (S.starting, S.cancelled),
+        (S.starting, S.lost),
+        (S.running, S.succeeded), (S.running, S.failed), (S.running, S.cancelled),
+        (S.running, S.lost),
+    }  # fmt: skip
+
+
+def test_happy_path_sets_timestamps_and_releases_devices(db: Session, devices: str) -> None:
+    job = make_job(db, devices=[0, 1])
+    for target in HAPPY_PATH:
+        job = job_state.transition(db, job.id, target)
+        live = db.scalars(
+            select(Allocation).where(Allocation.job_id == job.id, Allocation.released_at.is_(None))
+        ).all()
+        assert len(live) == (0 if target is S.succeeded else 2)
+    db.commit()
+    assert job.status == S.succeeded
+    assert job.started_at is not None and job.finished_at is not None
+
+
+@pytest.mark.parametrize("terminal", [S.failed, S.cancelled, S.lost, S.succeeded])
+def test_terminal_states_are_final(db: Session, devices: str, terminal: JobStatus) -> None:
+    job = make_job(db, devices=[2])
+    job_state.transition(db, job.id, S.starting)
+    job_state.transition(db, job.id, S.running)
+    job_state.transition(db, job.id, terminal, error="boom" if terminal is S.failed else None)
+    for target in S:
+        with pytest.raises(InvalidTransition):
+            job_state.transition(db, job.id, target)
+
+
+def test_skipping_a_state_raises_and_changes_nothing(db: Session, devices: str) -> None:
+    job = make_job(db, devices=[3])
+    with pytest.raises(InvalidTransition, match="queued; it cannot become running"):
+        job_state.transition(db, job.id, S.running)
+    db.rollback()
+    db.refresh(job)
+    assert job.status == S.queued and len(job.allocations) == 1
+
+
+def test_unknown_job(db: Session) -> None:
+    with pytest.raises(JobNotFound):
+        job_state.transition(db, 424242, S.starting)
