@@ -1,0 +1,90 @@
+# GPUDeck: `make run` starts everything on this machine, `make test` checks everything.
+# Both install what they need on first use (a venv in .venv, node modules in frontend/)
+# and reuse it afterwards.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The CPU build of torch; a looser spec pulls gigabytes of CUDA wheels. GPU machines may
+# override it, e.g. `make run TORCH_SPEC='torch==2.13.0 --index-url <your CUDA index>'`.
+TORCH_SPEC ?= torch==2.13.0
+INSTALLED := $(VENV)/.installed
+FRONTEND_INSTALLED := frontend/node_modules/.installed
+APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
+
+.PHONY: help install run test lint pytest frontend-install frontend-build frontend-test \
+        frontend-e2e openapi system-deps bench clean
+
+help:
+	@echo "make run    start GPUDeck (API, worker, sampler, dashboard; embedded Postgres/Redis if none configured)"
+	@echo "make test   lint, type-check and run every test (backend, frontend, browser)"
+	@echo "make bench  run the benchmark scripts in bench/"
+
+$(INSTALLED): backend/pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check $(TORCH_SPEC)
+	$(BIN)/pip install -q --disable-pip-version-check -e 'backend[dev]'
+	@touch $@
+
+install: $(INSTALLED)
+
+# Debian packages the test suite drives: Chromium for browser tests, docker-compose to
+# validate docker-compose.yml without a Docker engine.
+system-deps:
+	@missing=""; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing$$missing"; \
+	  ($(APT_GET) install -y -q $$missing >/dev/null 2>&1 || \
+	   ($(APT_GET) update -q >/dev/null && $(APT_GET) install -y -q $$missing >/dev/null)); \
+	fi
+
+$(FRONTEND_INSTALLED): frontend/package.json frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+frontend-install: $(FRONTEND_INSTALLED)
+
+# The OpenAPI schema the dashboard's typed client is generated from.
+openapi: $(INSTALLED)
+	$(BIN)/python -m gpudeck.openapi > backend/openapi.json
+
+frontend-build: $(FRONTEND_INSTALLED)
+	cd frontend && npm run --silent build
+
+frontend-test: $(FRONTEND_INSTALLED) openapi
+	cd frontend && npm run --silent check:api
+	cd frontend && npm run --silent typecheck
+	cd frontend && npm run --silent lint
+	cd frontend && npm run --silent test
+
+frontend-e2e: $(FRONTEND_INSTALLED) frontend-build system-deps
+	cd frontend && GPUDECK_BIN=$(CURDIR)/$(BIN)/gpudeck npm run --silent e2e
+
+run: $(INSTALLED)
+	@if [ ! -f frontend/dist/index.html ]; then \
+	  if command -v npm >/dev/null; then $(MAKE) --no-print-directory frontend-build; \
+	  else echo "npm not found: serving the API without the dashboard"; fi; \
+	fi
+	$(BIN)/gpudeck run
+
+lint: $(INSTALLED)
+	cd backend && ../$(BIN)/ruff check gpudeck tests ../bench
+	cd backend && ../$(BIN)/ruff format --check gpudeck tests ../bench
+	cd backend && ../$(BIN)/mypy gpudeck
+
+pytest: $(INSTALLED) system-deps
+	cd backend && ../$(BIN)/pytest -q
+
+test: lint pytest frontend-test frontend-e2e
+
+bench: $(INSTALLED)
+	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script; done
+
+clean:
+	rm -rf $(VENV) frontend/node_modules frontend/dist
