@@ -11,17 +11,33 @@ from fastapi import FastAPI
 from gpudeck import __version__
 from gpudeck.api.body_limit import BodyLimitMiddleware
 from gpudeck.api.errors import install_error_handlers
-from gpudeck.api.routes import gpus, jobs, meta
-from gpudeck.api.routes.dashboard import dashboard_router
+from gpudeck.api.routes import (
+    auth,
+    datasets,
+    estimates,
+    gpus,
+    job_runs,
+    jobs,
+    meta,
+    metrics,
+    ws_jobs,
+    ws_telemetry,
+)
+from gpudeck.api.routes.dashboard import DEFAULT_DIST, dashboard_router
+from gpudeck.api.sessions import release_sessions_in_endpoint_thread
+from gpudeck.api.security import SecurityMiddleware, check_bind
 from gpudeck.core.celery_app import make_celery
 from gpudeck.core.config import Settings, get_settings
 from gpudeck.core.db import make_engine, make_sessionmaker
+from gpudeck.core.redis import async_client, sync_client
+from gpudeck.services.telemetry_hub import TelemetryHub
 
 log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    check_bind(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -30,9 +46,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.engine = engine
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.celery = make_celery(settings)
+        app.state.redis = sync_client(str(settings.redis_url))
+        hub = TelemetryHub(
+            async_client(str(settings.redis_url)), history_s=settings.telemetry_history_s
+        )
+        app.state.telemetry_hub = hub
+        await hub.start()
         try:
             yield
         finally:
+            await hub.stop()
+            await hub.redis.aclose()
+            app.state.redis.close()
             engine.dispose()
 
     app = FastAPI(
@@ -41,10 +66,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Run distributed PyTorch training on the GPUs of a workstation or cluster.",
         lifespan=lifespan,
     )
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.max_body_bytes,
+        overrides={"/api/datasets": settings.max_dataset_bytes},
+    )
+    # Added last, so outermost: Host, Origin and token are checked before anything else runs.
+    app.add_middleware(SecurityMiddleware, settings=settings)
     install_error_handlers(app)
-    for module in (meta, gpus, jobs):
-        app.include_router(module.router)
+    for module in (
+        meta,
+        gpus,
+        jobs,
+        estimates,
+        auth,
+        datasets,
+        metrics,
+        ws_telemetry,
+        job_runs,
+        ws_jobs,
+    ):
+        app.include_router(release_sessions_in_endpoint_thread(module.router))
     # Last: its catch-all path must not shadow the API.
-    app.include_router(dashboard_router())
+    app.include_router(dashboard_router(settings.dashboard_dir or DEFAULT_DIST))
     return app

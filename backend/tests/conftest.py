@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 import redis
 from fastapi.testclient import TestClient
-from harness import TEST_NODE, register_devices, resolve_services, truncate_all
+from harness import (
+    TEST_NODE,
+    auth_headers,
+    create_token,
+    register_devices,
+    resolve_services,
+    truncate_all,
+)
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -77,10 +84,20 @@ def settings(service_urls: tuple[str, str], tmp_path: Path, migrated_engine: Eng
         node_name=TEST_NODE,
         device_provider="simulated",
         simulated_devices="8x80GiB",
+        allowed_hosts="testserver",  # TestClient's Host header
     )
 
 
 @pytest.fixture
-def client(settings: Settings, session_factory: sessionmaker[Session]) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as test_client:
+def admin_token(session_factory: sessionmaker[Session]) -> str:
+    """A token for user `admin` (role admin). `client` sends it; live servers take it from here."""
+    return create_token(session_factory, "admin")
+
+
+@pytest.fixture
+def client(
+    settings: Settings, session_factory: sessionmaker[Session], admin_token: str
+) -> Iterator[TestClient]:
+    """Signed in as `admin` (send other headers per request to act as someone else)."""
+    with TestClient(create_app(settings), headers=auth_headers(admin_token)) as test_client:
         yield test_client

@@ -20,21 +20,26 @@ from typing import Any
 import httpx
 import uvicorn
 from sqlalchemy import text
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
+from gpudeck.core.db import make_engine, make_sessionmaker
 from gpudeck.core.embedded import EmbeddedServices
 from gpudeck.main import create_app
 from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services import jobs as job_service
+from gpudeck.services import users as user_service
 from gpudeck.services.inventory import upsert_inventory
 from gpudeck.telemetry.simulated import simulated_inventory
 
 LOCAL_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 LOCAL_REDIS_URL = "redis://127.0.0.1:6379/0"
 TEST_NODE = "testnode"
-TABLES = ("job_metrics", "checkpoints", "allocations", "jobs", "devices", "nodes")
+TABLES = (
+    "job_metrics", "checkpoints", "allocations", "jobs", "devices", "nodes",
+    "audit_events", "api_tokens", "users",
+)  # fmt: skip
 
 
 def reachable(port: int) -> bool:
@@ -94,10 +99,45 @@ def make_job(
     job = job_service.create_job(session, spec, owner="tester")
     session.commit()
     if status is not JobStatus.queued:
-        session.execute(text("UPDATE jobs SET status = :s WHERE id = :id"), {"s": status, "id": job.id})
+        session.execute(
+            text("UPDATE jobs SET status = :s WHERE id = :id"), {"s": status, "id": job.id}
+        )
         session.commit()
         session.refresh(job)
     return job
+
+
+def create_token(
+    target: Session | sessionmaker[Session] | str, role: str = "admin", name: str | None = None
+) -> str:
+    """A committed user (created if missing) and a fresh API token for it; returns the token.
+
+    `target` is a Session, a session factory, or a database URL. The user is named after the
+    role unless `name` is given, so jobs it submits are owned by that name."""
+    if isinstance(target, str):
+        engine = make_engine(target, pool_size=1)
+        try:
+            return create_token(make_sessionmaker(engine), role, name)
+        finally:
+            engine.dispose()
+    if isinstance(target, sessionmaker):
+        with target() as session:
+            return create_token(session, role, name)
+    name = name or role
+    user = target.scalar(text("SELECT id FROM users WHERE name = :n"), {"n": name})
+    record = (
+        target.get(user_service.User, user)
+        if user
+        else user_service.create_user(target, name, "admin" if role == "admin" else "user")
+    )
+    assert record is not None
+    secret = user_service.issue_token(target, record, name="test").secret
+    target.commit()
+    return secret
+
+
+def auth_headers(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
 
 
 @contextmanager

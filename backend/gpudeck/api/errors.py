@@ -12,7 +12,7 @@ def _loc(field: str | None) -> list[str | int]:
     parts: list[str | int] = ["body"]
     for part in (field or "").split("."):
         if part:
-            parts.append(int(part) if part.isdigit() else part)
+            parts.append(int(part) if part.isascii() and part.isdigit() else part)
     return parts
 
 

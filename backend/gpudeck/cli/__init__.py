@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import typer
 
-from gpudeck.cli import client, server
+from gpudeck.cli import client, sampler, server, users, worker
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 server.register(app)
 client.register(app)
+worker.register(app)
+sampler.register(app)
+users.register(app)

@@ -28,7 +28,11 @@ def default_url() -> str:
 def request(method: str, url: str, path: str, **kwargs: Any) -> Any:
     """Call the API; a 4xx prints the field and the reason and exits 1."""
     try:
-        response = httpx.request(method, url.rstrip("/") + path, timeout=30, **kwargs)
+        token = os.environ.get("GPUDECK_TOKEN")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        response = httpx.request(
+            method, url.rstrip("/") + path, timeout=30, headers=headers, **kwargs
+        )
     except httpx.HTTPError as exc:
         err_console.print(f"[red]cannot reach GPUDeck at {url}[/red]: {exc}")
         raise typer.Exit(1) from None

@@ -18,6 +18,7 @@ from types import FrameType
 
 import httpx
 
+from gpudeck.cli.users import announce_first_admin, first_admin_token
 from gpudeck.core import migrate as migrations
 from gpudeck.core.config import Settings
 from gpudeck.core.embedded import ensure_services
@@ -100,13 +101,17 @@ def run_all(settings: Settings) -> int:
             "GPUDECK_DATA_DIR": str(settings.data_dir),
         }
         _register_local_devices(settings)
+        first_token = first_admin_token(settings.sqlalchemy_url)
         children = [_spawn(part, env) for part in _available_parts()]
-        url = f"http://{settings.host}:{settings.port}"
+        local = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+        url = f"http://{local}:{settings.port}"
         if not _wait_healthy(url, children, timeout_s=120):
             log.error("GPUDeck did not become healthy; see the messages above")
             return 1
         log.info("GPUDeck is up at %s (%.1f s); Ctrl-C stops it", url, time.monotonic() - started)
         print(f"GPUDeck: {url}", flush=True)
+        if first_token:
+            announce_first_admin(url, first_token)
         while not stop.wait(0.5):
             if any(c.poll() is not None for c in children):
                 log.error("a part of GPUDeck exited; stopping the rest")

@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from gpudeck.core.security import is_loopback
+
 GIB = 1024**3
 _SIMULATED_RE = re.compile(
     r"^\s*(?P<count>\d+)\s*x\s*(?P<size>\d+(?:\.\d+)?)\s*(?P<unit>GiB|GB|MiB)\s*"
@@ -70,6 +72,18 @@ class Settings(BaseSettings):
     keep_checkpoints: int = Field(default=3, ge=1, le=1000)
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # Extra job kinds: comma-separated importable modules exposing `KIND: JobKind`
+    # (read by trainer.kinds from the environment; an operator's setting, never a request's).
+    kind_modules: str = ""
+    # The built dashboard; None means frontend/dist of a source checkout.
+    dashboard_dir: Path | None = None
+    # Security (docs/security.md). "off" is for loopback development only.
+    auth: Literal["on", "off"] = "on"
+    allowed_hosts: str = Field(default="", description="comma-separated name or name:port")
+    allowed_origins: str = Field(default="", description="comma-separated scheme://host[:port]")
+    metrics_public: bool = False
+    public_docs: bool = False
+    max_dataset_bytes: int = Field(default=16 * GIB, ge=1024)
 
     @field_validator("simulated_devices")
     @classmethod
@@ -97,6 +111,15 @@ class Settings(BaseSettings):
             raise ValueError(
                 "heartbeat_lease_s must be at least twice heartbeat_interval_s, "
                 "or one late heartbeat would mark a healthy job lost"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_bind(self) -> Settings:
+        if self.auth == "off" and not is_loopback(self.host):
+            raise ValueError(
+                f"GPUDECK_AUTH=off with GPUDECK_HOST={self.host} would let anyone who can reach "
+                "this address run jobs; bind to 127.0.0.1 or turn authentication on"
             )
         return self
 

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-Source = Literal["nvml", "simulated"]
+from gpudeck.schemas.telemetry import DeviceReadings, Source
+
+__all__ = ["ExternalProcess", "GpuPublic", "Holder", "NodePublic", "Source"]
 
 
 class Holder(BaseModel):
@@ -19,7 +20,10 @@ class ExternalProcess(BaseModel):
     used_memory_bytes: int | None
 
 
-class GpuPublic(BaseModel):
+class GpuPublic(DeviceReadings):
+    """Inventory, holder job and the latest sample of one device. The live readings are those of
+    the newest sample (None before the first one); `stale` says the sampler has gone quiet."""
+
     node: str
     uuid: str
     index: int
@@ -27,8 +31,13 @@ class GpuPublic(BaseModel):
     source: Source
     memory_total_bytes: int
     held_by: Holder | None
-    external_processes: list[ExternalProcess]
+    external_processes: list[ExternalProcess] = Field(
+        description="processes GPUDeck did not start: the device is externally busy"
+    )
     last_seen_at: datetime
+    sampled_at: datetime | None = None
+    sample_age_s: float | None = Field(default=None, description="seconds since sampled_at")
+    stale: bool = Field(default=True, description="no sample, or none for several intervals")
 
 
 class NodePublic(BaseModel):

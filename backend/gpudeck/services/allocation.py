@@ -40,10 +40,13 @@ def reserve(session: Session, job: Job, devices: Sequence[Chosen]) -> None:
     """Insert the job's allocations; a device already held raises GpuBusy naming its holder."""
     try:
         with session.begin_nested():
-            session.add_all(
+            rows = [
                 Allocation(job_id=job.id, node=d.node, gpu_uuid=d.uuid, gpu_index=d.index, rank=r)
                 for r, d in enumerate(devices)
-            )
+            ]
+            # Insert in one global order: two jobs wanting devices {1, 2} in opposite orders
+            # would otherwise each wait on the other's uncommitted index entry (a deadlock).
+            session.add_all(sorted(rows, key=lambda a: (a.node, a.gpu_uuid)))
             session.flush()
     except IntegrityError as exc:
         if not isinstance(exc.orig, UniqueViolation):

@@ -1,12 +1,15 @@
-"""This node's device inventory from the configured provider."""
+"""This node's device inventory from the configured provider (NVML, or simulated)."""
 
 from __future__ import annotations
 
 from gpudeck.core.config import Settings
 from gpudeck.services.inventory import DeviceInfo
-from gpudeck.telemetry import simulated
+from gpudeck.telemetry.provider import make_provider
 
 
 def local_inventory(settings: Settings) -> tuple[str, list[DeviceInfo]]:
-    # The NVML provider joins here with the telemetry work; until then every node is simulated.
-    return simulated.SOURCE, simulated.simulated_inventory(settings.simulated, settings.node_name)
+    provider = make_provider(settings)
+    try:
+        return provider.source, provider.inventory()
+    finally:
+        provider.close()

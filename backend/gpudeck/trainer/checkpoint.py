@@ -58,9 +58,16 @@ def _contiguous(tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {name: t.detach().to("cpu").contiguous() for name, t in tensors.items()}
 
 
-def write_checkpoint(checkpoint_dir: str | Path, step: int, *, weights: Mapping[str, torch.Tensor],
-                     cfg: Mapping[str, Any], state_tensors: Mapping[str, torch.Tensor],
-                     state: Mapping[str, Any], keep: int) -> Path:  # fmt: skip
+def write_checkpoint(
+    checkpoint_dir: str | Path,
+    step: int,
+    *,
+    weights: Mapping[str, torch.Tensor],
+    cfg: Mapping[str, Any],
+    state_tensors: Mapping[str, torch.Tensor],
+    state: Mapping[str, Any],
+    keep: int,
+) -> Path:
     """Write step_<step> atomically, then keep only the newest `keep` checkpoints."""
     root = Path(checkpoint_dir)
     root.mkdir(parents=True, exist_ok=True)

@@ -130,24 +130,35 @@ class TrainContext:
         """On CUDA, every rank publishes its device's peak allocation (checks the estimate)."""
         if self.device.type != "cuda":
             return
-        self.publish("peak_memory", {
-            "step": step,
-            "max_memory_allocated_bytes": torch.cuda.max_memory_allocated(self.device),
-            "max_memory_reserved_bytes": torch.cuda.max_memory_reserved(self.device),
-        })  # fmt: skip
+        self.publish(
+            "peak_memory",
+            {
+                "step": step,
+                "max_memory_allocated_bytes": torch.cuda.max_memory_allocated(self.device),
+                "max_memory_reserved_bytes": torch.cuda.max_memory_reserved(self.device),
+            },
+        )
 
-    def save_checkpoint(self, step: int, sae_tensors: Mapping[str, torch.Tensor],
-                        cfg_json: Mapping[str, Any],
-                        trainer_state_tensors: Mapping[str, torch.Tensor],
-                        trainer_state_json: Mapping[str, Any]) -> Path | None:  # fmt: skip
+    def save_checkpoint(
+        self,
+        step: int,
+        sae_tensors: Mapping[str, torch.Tensor],
+        cfg_json: Mapping[str, Any],
+        trainer_state_tensors: Mapping[str, torch.Tensor],
+        trainer_state_json: Mapping[str, Any],
+    ) -> Path | None:
         """Rank 0 writes step_<n> atomically and announces it; other ranks return None."""
         if not self.is_main:
             return None
         path = checkpoint.write_checkpoint(
-            self.checkpoint_dir, step, weights=sae_tensors, cfg=cfg_json,
-            state_tensors=trainer_state_tensors, state=trainer_state_json,
+            self.checkpoint_dir,
+            step,
+            weights=sae_tensors,
+            cfg=cfg_json,
+            state_tensors=trainer_state_tensors,
+            state=trainer_state_json,
             keep=self.keep_checkpoints,
-        )  # fmt: skip
+        )
         self.publish("checkpoint", {"step": step, "path": str(path)})
         return path
 

@@ -18,11 +18,12 @@ from typing import Protocol
 
 import numpy as np
 import torch
-from torch.utils.data import DistributedSampler
+from torch.utils.data import Dataset, DistributedSampler
 
 from gpudeck.trainer.sae_config import FileDataset, SaeConfig, SyntheticDataset
 
 SYNTHETIC_BLOCK = 256  # samples generated together from one seeded generator
+MAGNITUDE_RANGE = (0.5, 1.5)  # of an active synthetic feature, uniform
 _SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "BF16": np.uint16}
 
 
@@ -54,9 +55,11 @@ class SyntheticSource:
     """Sparse superposition: x = sum over active true features of magnitude * direction.
 
     Each true feature is active in a sample with probability active_features / num_features,
-    with a magnitude uniform in [0, 1). Sample i depends only on (seed, i): rows come from
-    fixed blocks of SYNTHETIC_BLOCK samples, each drawn from its own seeded generator. The
-    samples are i.i.d. by construction, so the epoch order is the identity (no shuffle).
+    with a magnitude uniform in MAGNITUDE_RANGE, bounded away from zero so that the L1
+    shrinkage of a ReLU SAE does not swallow most of the signal. Sample i depends only on
+    (seed, i): rows come from fixed blocks of SYNTHETIC_BLOCK samples, each drawn from its own
+    seeded generator. The samples are i.i.d. by construction, so the epoch order is the
+    identity (no shuffle).
     """
 
     shuffle = False
@@ -76,7 +79,8 @@ class SyntheticSource:
         gen = torch.Generator().manual_seed(_mix(self.seed, block))
         num_features = self.features.shape[0]
         active = torch.rand(SYNTHETIC_BLOCK, num_features, generator=gen) < self.p_active
-        magnitudes = torch.rand(SYNTHETIC_BLOCK, num_features, generator=gen)
+        low, high = MAGNITUDE_RANGE
+        magnitudes = low + (high - low) * torch.rand(SYNTHETIC_BLOCK, num_features, generator=gen)
         return (active * magnitudes) @ self.features
 
     def rows(self, indices: torch.Tensor) -> torch.Tensor:
@@ -123,8 +127,9 @@ def _safetensors_memmap(path: Path, tensor_name: str | None) -> tuple[np.ndarray
         raise DataError(f"unsupported dtype {info['dtype']} in {path.name}")
     start, _ = info["data_offsets"]
     dtype = _SAFETENSORS_DTYPES[info["dtype"]]
-    arr = np.memmap(path, dtype=dtype, mode="r", offset=8 + header_size + start,
-                    shape=tuple(info["shape"]))  # fmt: skip
+    arr = np.memmap(
+        path, dtype=dtype, mode="r", offset=8 + header_size + start, shape=tuple(info["shape"])
+    )
     return arr, info["dtype"] == "BF16"
 
 
@@ -177,8 +182,16 @@ class DataPosition:
 class GlobalBatchLoader:
     """Yields this rank's slice of each global batch; see the module docstring."""
 
-    def __init__(self, source: RowSource, *, global_batch: int, rank: int, world_size: int,
-                 seed: int, start: DataPosition | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        source: RowSource,
+        *,
+        global_batch: int,
+        rank: int,
+        world_size: int,
+        seed: int,
+        start: DataPosition | None = None,
+    ) -> None:
         if len(source) < global_batch:
             raise DataError(f"dataset has {len(source)} samples, fewer than one batch")
         self.source = source
@@ -186,8 +199,9 @@ class GlobalBatchLoader:
         self.local_batch = local_batch_size(global_batch, world_size)
         self.rank = rank
         self.state = start or DataPosition()
-        self._sampler = DistributedSampler(_Sized(len(source)), num_replicas=1, rank=0,
-                                           shuffle=source.shuffle, seed=seed)  # fmt: skip
+        self._sampler: DistributedSampler[int] = DistributedSampler(
+            _Sized(len(source)), num_replicas=1, rank=0, shuffle=source.shuffle, seed=seed
+        )
         self._order = self._epoch_order(self.state.epoch)
 
     def _epoch_order(self, epoch: int) -> torch.Tensor:
@@ -206,11 +220,14 @@ class GlobalBatchLoader:
         return self.source.rows(indices)
 
 
-@dataclass(frozen=True)
-class _Sized:
+class _Sized(Dataset[int]):
     """All DistributedSampler needs of a dataset is its length."""
 
-    length: int
+    def __init__(self, length: int) -> None:
+        self.length = length
 
     def __len__(self) -> int:
         return self.length
+
+    def __getitem__(self, index: int) -> int:
+        return index

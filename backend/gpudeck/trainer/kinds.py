@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,6 +28,7 @@ from gpudeck.trainer.sae_config import SaeConfig
 
 log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "gpudeck.job_kinds"
+KIND_MODULES_ENV = "GPUDECK_KIND_MODULES"
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,27 @@ def registry() -> dict[str, JobKind]:
             )
             continue
         kinds.setdefault(kind.name, kind)
+    for kind in _kinds_from_modules(os.environ.get(KIND_MODULES_ENV, "")):
+        kinds.setdefault(kind.name, kind)
     return kinds
+
+
+def _kinds_from_modules(names: str) -> list[JobKind]:
+    """Kinds named by the server setting GPUDECK_KIND_MODULES: comma-separated importable
+    modules, each exposing `KIND: JobKind` (for kinds not packaged with an entry point).
+    An operator's setting, read from the environment; never a request field."""
+    found = []
+    for name in filter(None, (n.strip() for n in names.split(","))):
+        try:
+            kind = getattr(importlib.import_module(name), "KIND", None)
+        except Exception:
+            log.exception("job kind module %r failed to import; it is not offered", name)
+            continue
+        if isinstance(kind, JobKind):
+            found.append(kind)
+        else:
+            log.error("module %r has no KIND of type JobKind", name)
+    return found
 
 
 def get_kind(name: str) -> JobKind | None:

@@ -51,19 +51,23 @@ class MetricsTracker:
         """Call on every rank at the same steps; returns the same losses everywhere."""
         x, x_hat = batch.double(), output.sae_out.double()
         n = x.shape[0]
-        scalars = torch.stack([
-            output.mse_loss.double() * n,
-            output.l1_loss.double() * n,
-            (output.feature_acts > 0).sum().double(),
-            (x_hat - x).pow(2).sum(),
-            torch.tensor(float(n), dtype=torch.float64, device=x.device),
-        ])  # fmt: skip
+        scalars = torch.stack(
+            [
+                output.mse_loss.double() * n,
+                output.l1_loss.double() * n,
+                (output.feature_acts > 0).sum().double(),
+                (x_hat - x).pow(2).sum(),
+                torch.tensor(float(n), dtype=torch.float64, device=x.device),
+            ]
+        )
         sums = _all_reduce(torch.cat([scalars, x.sum(0), x.pow(2).sum(0)]), dist.ReduceOp.SUM)
         step_time_s, activations_per_s = self._timing()
-        maxes = torch.cat([
-            self.last_fired.double(),
-            torch.tensor([step_time_s], dtype=torch.float64, device=self.device),
-        ])  # fmt: skip
+        maxes = torch.cat(
+            [
+                self.last_fired.double(),
+                torch.tensor([step_time_s], dtype=torch.float64, device=self.device),
+            ]
+        )
         maxes = _all_reduce(maxes, dist.ReduceOp.MAX).cpu()
         metrics = _loss_metrics(sums.cpu(), x.shape[1])
         window = min(DEAD_WINDOW_STEPS, step - self.start_step)

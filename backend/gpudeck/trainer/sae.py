@@ -126,17 +126,25 @@ def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
     model = build_model(config, ctx.device)
     step, position, ckpt = _restore(ctx, model)
     ddp = wrap_ddp(model, config, ctx.device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr,
-                                 betas=(config.adam_beta1, config.adam_beta2))  # fmt: skip
+    optimizer = torch.optim.Adam(
+        model.parameters(), lr=config.lr, betas=(config.adam_beta1, config.adam_beta2)
+    )
     if ckpt is not None:
         named = list(model.named_parameters())
         checkpoint.load_optimizer_tensors(optimizer, named, ckpt.state_tensors)
         checkpoint.restore_rng(ckpt.state_tensors)
     source = open_source(config, ctx.data_dir)
-    loader = GlobalBatchLoader(source, global_batch=config.batch_size, rank=ctx.rank,
-                               world_size=ctx.world_size, seed=config.seed, start=position)  # fmt: skip
-    tracker = MetricsTracker(d_sae=config.d_sae, global_batch=config.batch_size,
-                             start_step=step, device=ctx.device)  # fmt: skip
+    loader = GlobalBatchLoader(
+        source,
+        global_batch=config.batch_size,
+        rank=ctx.rank,
+        world_size=ctx.world_size,
+        seed=config.seed,
+        start=position,
+    )
+    tracker = MetricsTracker(
+        d_sae=config.d_sae, global_batch=config.batch_size, start_step=step, device=ctx.device
+    )
     features = source.features if isinstance(source, SyntheticSource) else None
     return _Run(config, model, ddp, optimizer, loader, tracker, features, step, step)
 
@@ -152,8 +160,13 @@ def _report(ctx: TrainContext, run: _Run, batch: torch.Tensor, output: SaeOutput
 
 def _one_step(run: _Run, device: torch.device) -> tuple[torch.Tensor, SaeOutput]:
     batch = run.loader.next_batch().to(device, dtype=run.model.W_enc.dtype, non_blocking=True)
-    output = train_step(run.ddp, run.optimizer, batch, l1_coefficient=run.config.l1_coefficient,
-                        grad_clip_norm=run.config.grad_clip_norm)  # fmt: skip
+    output = train_step(
+        run.ddp,
+        run.optimizer,
+        batch,
+        l1_coefficient=run.config.l1_coefficient,
+        grad_clip_norm=run.config.grad_clip_norm,
+    )
     run.step += 1
     run.metrics.observe(run.step, output.feature_acts)
     return batch, output

@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 import httpx
-from harness import TEST_NODE, live_server
+from harness import TEST_NODE, auth_headers, live_server
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -29,9 +29,12 @@ def random_request(rng: random.Random) -> dict[str, Any]:
     return body
 
 
-async def submit_round(url: str, rng: random.Random) -> list[httpx.Response]:
+async def submit_round(url: str, rng: random.Random, token: str) -> list[httpx.Response]:
     limits = httpx.Limits(max_connections=CLIENTS)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+    headers = auth_headers(token)
+    async with httpx.AsyncClient(
+        base_url=url, limits=limits, timeout=60, headers=headers
+    ) as client:
         bodies = [random_request(rng) for _ in range(CLIENTS)]
         return await asyncio.gather(*(client.post("/api/jobs", json=b) for b in bodies))
 
@@ -47,12 +50,12 @@ def live_double_bookings(db: Session) -> list[Any]:
 
 
 def test_concurrent_submissions_never_double_book(
-    settings: Settings, db: Session, devices: str
+    settings: Settings, db: Session, devices: str, admin_token: str
 ) -> None:
     rng = random.Random(1234)
     with live_server(settings) as url:
         for _ in range(ROUNDS):
-            responses = asyncio.run(submit_round(url, rng))
+            responses = asyncio.run(submit_round(url, rng, admin_token))
             assert {r.status_code for r in responses} <= {201, 409}, [
                 r.text for r in responses if r.status_code not in (201, 409)
             ]
@@ -66,5 +69,9 @@ def test_concurrent_submissions_never_double_book(
             ).scalar_one()
             assert live == len(held)
             for job in created:
-                cancelled = httpx.post(f"{url}/api/jobs/{job['id']}/cancel", timeout=30)
+                cancelled = httpx.post(
+                    f"{url}/api/jobs/{job['id']}/cancel",
+                    timeout=30,
+                    headers=auth_headers(admin_token),
+                )
                 assert cancelled.status_code == 200

@@ -7,13 +7,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-from harness import free_port
+from harness import auth_headers, free_port
 
 
 def processes_mentioning(marker: str) -> list[int]:
@@ -31,13 +32,27 @@ def processes_mentioning(marker: str) -> list[int]:
     return found
 
 
+def first_admin_token(output: list[str], timeout_s: float = 10) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for line in list(output):
+            if line.strip().startswith("gpd_"):
+                return line.strip()
+        time.sleep(0.05)
+    raise AssertionError(f"gpudeck run printed no admin token: {output}")
+
+
 @contextmanager
-def gpudeck_run(data_dir: Path, port: int) -> Iterator[tuple[str, float]]:
+def gpudeck_run(data_dir: Path, port: int) -> Iterator[tuple[str, float, list[str]]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUDECK_")}
     env.update(GPUDECK_DATA_DIR=str(data_dir), GPUDECK_PORT=str(port),
                GPUDECK_DEVICE_PROVIDER="simulated", GPUDECK_SIMULATED_DEVICES="2x16GiB")  # fmt: skip
     started = time.monotonic()
-    process = subprocess.Popen([sys.executable, "-m", "gpudeck", "run"], env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gpudeck", "run"], env=env, stdout=subprocess.PIPE, text=True
+    )
+    output: list[str] = []  # stdout, where the first run prints the admin token once
+    threading.Thread(target=lambda: output.extend(process.stdout or []), daemon=True).start()
     url = f"http://127.0.0.1:{port}"
     try:
         while True:
@@ -49,7 +64,7 @@ def gpudeck_run(data_dir: Path, port: int) -> Iterator[tuple[str, float]]:
                 pass
             assert time.monotonic() - started < 60, "not healthy within 60 s"
             time.sleep(0.2)
-        yield url, time.monotonic() - started
+        yield url, time.monotonic() - started, output
     finally:
         process.send_signal(signal.SIGINT)  # what Ctrl-C delivers
         assert process.wait(timeout=60) == 0
@@ -58,15 +73,19 @@ def gpudeck_run(data_dir: Path, port: int) -> Iterator[tuple[str, float]]:
 def test_run_with_embedded_services_restarts_and_leaves_nothing(tmp_path: Path) -> None:
     data_dir = tmp_path / "gpudeck-data"
     port = free_port()
-    with gpudeck_run(data_dir, port) as (url, seconds):
+    with gpudeck_run(data_dir, port) as (url, seconds, output):
         assert seconds < 60
+        headers = auth_headers(first_admin_token(output))
         body = {"kind": "sae", "config": {"batch_size": 64, "steps": 5}, "count": 1}
-        job = httpx.post(f"{url}/api/jobs", json=body, timeout=30).json()
+        job = httpx.post(f"{url}/api/jobs", json=body, timeout=30, headers=headers).json()
         assert processes_mentioning(str(data_dir))
     time.sleep(0.5)
     assert processes_mentioning(str(data_dir)) == []
 
-    with gpudeck_run(data_dir, port) as (url, _):
-        assert httpx.get(f"{url}/api/jobs/{job['id']}", timeout=30).status_code == 200
+    with gpudeck_run(data_dir, port) as (url, _, output):
+        assert (
+            httpx.get(f"{url}/api/jobs/{job['id']}", timeout=30, headers=headers).status_code == 200
+        )
+        assert not any("gpd_" in line for line in output)  # the token is printed only once
     time.sleep(0.5)
     assert processes_mentioning(str(data_dir)) == []

@@ -1,30 +1,43 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+import redis
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from gpudeck.api.deps import SessionDep
-from gpudeck.schemas.gpus import ExternalProcess, GpuPublic, Holder, NodePublic
-from gpudeck.services.inventory import list_devices_with_holders, list_nodes
+from gpudeck.schemas.gpus import GpuPublic, NodePublic
+from gpudeck.schemas.telemetry import TelemetryHistory
+from gpudeck.services import telemetry
+from gpudeck.services.inventory import list_nodes
 
 router = APIRouter(prefix="/api", tags=["gpus"])
 
 
+def get_redis(request: Request) -> redis.Redis:
+    client: redis.Redis = request.app.state.redis
+    return client
+
+
+RedisDep = Annotated[redis.Redis, Depends(get_redis)]
+
+
 @router.get("/gpus")
-def list_gpus(session: SessionDep) -> list[GpuPublic]:
-    return [
-        GpuPublic(
-            node=device.node,
-            uuid=device.uuid,
-            index=device.index,
-            name=device.name,
-            source=device.source,  # type: ignore[arg-type]
-            memory_total_bytes=device.memory_total_bytes,
-            held_by=Holder(job_id=job.id, job_name=job.name, owner=job.owner) if job else None,
-            external_processes=[ExternalProcess(**p) for p in device.external_processes],
-            last_seen_at=device.last_seen_at,
-        )
-        for device, job in list_devices_with_holders(session)
-    ]
+def list_gpus(session: SessionDep, r: RedisDep) -> list[GpuPublic]:
+    """Every device: inventory, holder job, external processes and the newest sample's readings."""
+    return telemetry.device_views(session, r)
+
+
+@router.get("/gpus/history", response_model=TelemetryHistory)
+def gpu_history(
+    r: RedisDep,
+    seconds: Annotated[int, Query(ge=1, le=86400, description="how far back")] = 300,
+    node: Annotated[str | None, Query(min_length=1, max_length=128)] = None,
+) -> Response:
+    """Every node's samples of the last `seconds` (the stream keeps `telemetry_history_s`)."""
+    samples = telemetry.history_json(r, seconds, node)
+    body = f'{{"seconds":{seconds},"samples":[{",".join(samples)}]}}'
+    return Response(content=body, media_type="application/json")
 
 
 @router.get("/nodes")
@@ -32,7 +45,7 @@ def get_nodes(session: SessionDep) -> list[NodePublic]:
     return [
         NodePublic(
             name=node.name,
-            source=node.source,  # type: ignore[arg-type]
+            source=node.source,
             device_count=count,
             registered_at=node.registered_at,
             last_seen_at=node.last_seen_at,

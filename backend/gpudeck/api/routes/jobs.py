@@ -4,9 +4,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, status
 
-from gpudeck.api.deps import SessionDep
+from gpudeck.api.deps import CurrentUser, OwnedJob, SessionDep
 from gpudeck.schemas.common import ErrorResponse
 from gpudeck.schemas.jobs import JobCreate, JobPublic, JobsPublic, StatusFilter, job_public
+from gpudeck.services import audit
 from gpudeck.services import jobs as job_service
 from gpudeck.services.dispatch import dispatch_job
 
@@ -19,8 +20,11 @@ JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="job id")]
     status_code=status.HTTP_201_CREATED,
     responses={409: {"model": ErrorResponse, "description": "devices busy or too few free"}},
 )
-def create_job(spec: JobCreate, session: SessionDep, request: Request) -> JobPublic:
-    job = job_service.create_job(session, spec, owner="local")
+def create_job(
+    spec: JobCreate, session: SessionDep, request: Request, user: CurrentUser
+) -> JobPublic:
+    job = job_service.create_job(session, spec, owner=user.name)
+    audit.record(session, user, audit.JOB_SUBMIT, f"job:{job.id}", kind=job.kind)
     session.commit()
     dispatch_job(request.app.state.celery, job.id, job.node)
     return job_public(job)
@@ -46,9 +50,14 @@ def get_job(job_id: JobId, session: SessionDep) -> JobPublic:
 
 @router.post(
     "/{job_id}/cancel",
-    responses={404: {"model": ErrorResponse}, 409: {"model": ErrorResponse}},
+    responses={
+        403: {"model": ErrorResponse, "description": "not the owner or an admin"},
+        404: {"model": ErrorResponse},
+        409: {"model": ErrorResponse},
+    },
 )
-def cancel_job(job_id: JobId, session: SessionDep) -> JobPublic:
-    job = job_service.cancel_job(session, job_id)
+def cancel_job(owned: OwnedJob, session: SessionDep, user: CurrentUser) -> JobPublic:
+    job = job_service.cancel_job(session, owned.id)
+    audit.record(session, user, audit.JOB_CANCEL, f"job:{job.id}")
     session.commit()
     return job_public(job)

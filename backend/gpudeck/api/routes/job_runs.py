@@ -1,0 +1,173 @@
+"""A job's run: metrics, rank logs, checkpoints (with downloads) and resume."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, status
+from fastapi import Path as PathParam
+from fastapi.responses import FileResponse, PlainTextResponse, StreamingResponse
+
+from gpudeck.api.deps import CurrentUser, OwnedJob, SessionDep, SettingsDep
+from gpudeck.models import Job, JobStatus
+from gpudeck.schemas.common import ErrorResponse
+from gpudeck.schemas.job_runs import (
+    CheckpointFilePublic,
+    CheckpointPublic,
+    JobResume,
+    MetricPoint,
+    MetricsPublic,
+)
+from gpudeck.schemas.jobs import JobPublic, job_public
+from gpudeck.services import audit, checkpoints, job_events, job_state
+from gpudeck.services import resume as resume_service
+from gpudeck.services.dispatch import dispatch_job
+from gpudeck.services.errors import DomainError
+from gpudeck.services.jobs import get_job
+
+router = APIRouter(prefix="/api/jobs", tags=["job runs"])
+NOT_FOUND = {404: {"model": ErrorResponse}}
+FOLLOW_POLL_S = 0.5
+MAX_TAIL_LINES = 100_000
+
+
+@router.get("/{job_id}/metrics", responses=NOT_FOUND)
+def get_metrics(
+    job: OwnedJob,
+    session: SessionDep,
+    after_step: Annotated[int | None, Query(ge=0, description="only newer points")] = None,
+    limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
+) -> MetricsPublic:
+    rows = job_events.list_metrics(session, job.id, after_step=after_step, limit=limit)
+    items = [MetricPoint(step=r.step, metrics=r.metrics, created_at=r.created_at) for r in rows]
+    return MetricsPublic(items=items, last_step=items[-1].step if items else after_step)
+
+
+def _log_path(settings_data_dir: Path, job: Job, rank: int) -> Path:
+    if not 0 <= rank < job.world_size:
+        raise DomainError(f"job {job.id} has ranks 0..{job.world_size - 1}", field="rank",
+                          status_code=422, code="invalid_rank", extra={"errors": [("rank", "no such rank")]})  # fmt: skip
+    return settings_data_dir / "jobs" / str(job.id) / f"rank{rank}.log"
+
+
+def _tail(path: Path, lines: int) -> tuple[str, int]:
+    """The last `lines` lines of a file, and the offset where the file ends."""
+    if not path.is_file():
+        return "", 0
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        block = min(size, max(64 * 1024, lines * 512))
+        fh.seek(size - block)
+        text = fh.read().decode(errors="replace")
+    kept = text.splitlines(keepends=True)[-lines:] if lines else []
+    return "".join(kept), size
+
+
+@router.get(
+    "/{job_id}/logs", responses=NOT_FOUND, response_class=PlainTextResponse, response_model=None
+)
+def get_logs(
+    job: OwnedJob,
+    settings: SettingsDep,
+    request: Request,
+    rank: Annotated[int, Query(ge=0, le=63)] = 0,
+    tail: Annotated[int, Query(ge=0, le=MAX_TAIL_LINES)] = 200,
+    follow: Annotated[bool, Query(description="keep streaming until the job ends")] = False,
+) -> PlainTextResponse | StreamingResponse:
+    """A rank's stdout and stderr: the last `tail` lines; with `follow`, then new output."""
+    path = _log_path(settings.data_dir, job, rank)
+    text, offset = _tail(path, tail)
+    if not follow:
+        return PlainTextResponse(text)
+    factory = request.app.state.sessionmaker
+    return StreamingResponse(_follow(path, text, offset, job.id, factory, request),
+                             media_type="text/plain")  # fmt: skip
+
+
+async def _follow(path: Path, first: str, offset: int, job_id: int, factory: object,
+                  request: Request) -> AsyncIterator[bytes]:  # fmt: skip
+    if first:
+        yield first.encode()
+    while not await request.is_disconnected():
+        chunk, offset = await asyncio.to_thread(_read_from, path, offset)
+        if chunk:
+            yield chunk
+            continue
+        if await asyncio.to_thread(_finished, factory, job_id):
+            chunk, offset = await asyncio.to_thread(_read_from, path, offset)
+            if chunk:
+                yield chunk
+            return
+        await asyncio.sleep(FOLLOW_POLL_S)
+
+
+def _read_from(path: Path, offset: int) -> tuple[bytes, int]:
+    if not path.is_file():
+        return b"", offset
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        chunk = fh.read(256 * 1024)
+    return chunk, offset + len(chunk)
+
+
+def _finished(factory: object, job_id: int) -> bool:
+    with factory() as session:  # type: ignore[operator]
+        return JobStatus(get_job(session, job_id).status) in job_state.TERMINAL
+
+
+@router.get("/{job_id}/checkpoints", responses=NOT_FOUND)
+def list_checkpoints(
+    job: OwnedJob, session: SessionDep, settings: SettingsDep
+) -> list[CheckpointPublic]:
+    """Live checkpoints, oldest first; each file downloads from its `url`."""
+    return [
+        CheckpointPublic(
+            step=c.step, path=c.path, size_bytes=c.size_bytes, loss=c.loss,
+            created_at=c.created_at,
+            files=[
+                CheckpointFilePublic(name=name, size_bytes=size,
+                                     url=f"/api/jobs/{job.id}/checkpoints/{c.step}/files/{name}")
+                for name, size in checkpoints.file_sizes(settings.data_dir, c).items()
+            ],
+        )  # fmt: skip
+        for c in checkpoints.list_checkpoints(session, job.id)
+    ]
+
+
+@router.get("/{job_id}/checkpoints/{step}/files/{name}", responses=NOT_FOUND)
+def download_checkpoint_file(
+    job: OwnedJob,
+    session: SessionDep,
+    settings: SettingsDep,
+    step: Annotated[int, PathParam(ge=0, le=2**62)],
+    name: Annotated[str, PathParam(min_length=1, max_length=128)],
+) -> FileResponse:
+    """One file of a checkpoint; only files the checkpoint lists, only inside the data dir."""
+    path = checkpoints.checkpoint_file(session, job.id, step, name, settings.data_dir)
+    return FileResponse(path, filename=name, media_type="application/octet-stream")
+
+
+@router.post(
+    "/{job_id}/resume",
+    status_code=status.HTTP_201_CREATED,
+    responses={**NOT_FOUND, 409: {"model": ErrorResponse}},
+)
+def resume_job(
+    job: OwnedJob,
+    session: SessionDep,
+    settings: SettingsDep,
+    request: Request,
+    user: CurrentUser,
+    body: JobResume | None = None,
+) -> JobPublic:
+    """A new job continuing this one from its newest complete checkpoint."""
+    resumed = resume_service.resume_job(
+        session, job.id, body or JobResume(), owner=user.name, data_dir=settings.data_dir
+    )
+    audit.record(session, user, audit.JOB_RESUME, f"job:{resumed.id}", resume_from=job.id)
+    session.commit()
+    dispatch_job(request.app.state.celery, resumed.id, resumed.node)
+    return job_public(resumed)

@@ -1,0 +1,148 @@
+"""`WS /ws/jobs/{id}`: a snapshot (job + recent metrics) on connect, then the job's events as
+they happen: status, progress, metrics, log lines, checkpoints, errors. Closes after the job
+reaches a terminal state.
+
+Each connection reads the job's Redis stream (XREAD, one blocking read at a time) into a bounded
+queue; a client too slow to keep up loses the oldest frames, never makes the server buffer
+without bound (it is told how many it lost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Annotated, Any
+
+import redis.asyncio as aioredis
+from fastapi import APIRouter, Path, WebSocket, WebSocketDisconnect
+from sqlalchemy.orm import Session, sessionmaker
+
+from gpudeck.api.auth import current_principal
+from gpudeck.core.redis import async_client
+from gpudeck.models import JobStatus
+from gpudeck.schemas.jobs import job_public
+from gpudeck.services import job_events, job_state
+from gpudeck.services.errors import DomainError
+from gpudeck.services.jobs import get_job
+
+router = APIRouter(tags=["job runs"])
+QUEUE_FRAMES = 1000
+SNAPSHOT_METRICS = 1000
+BLOCK_MS = 1000
+TERMINAL = {s.value for s in job_state.TERMINAL}
+
+
+def _snapshot(factory: sessionmaker[Session], job_id: int, user: Any) -> tuple[dict[str, Any], bool]:
+    with factory() as session:
+        job = get_job(session, job_id)
+        if not user.may_manage(job.owner):
+            raise DomainError(f"job {job_id} belongs to {job.owner}", status_code=403,
+                              code="forbidden", field="job_id")  # fmt: skip
+        rows = job_events.list_metrics(session, job_id, after_step=None, limit=100_000)
+        frame = {
+            "type": "snapshot",
+            "job": job_public(job).model_dump(mode="json"),
+            "metrics": [{"step": r.step, "metrics": r.metrics} for r in rows[-SNAPSHOT_METRICS:]],
+        }
+        return frame, JobStatus(job.status) in job_state.TERMINAL
+
+
+def _frame(fields: dict[str, str]) -> dict[str, Any]:
+    try:
+        data = json.loads(fields.get("data", "{}"))
+    except json.JSONDecodeError:
+        data = {}
+    return {
+        "type": fields.get("type", ""),
+        "rank": int(fields.get("rank", "0")),
+        "ts": float(fields.get("ts", "0")),
+        "data": data,
+    }
+
+
+class _Feed:
+    """The job's stream into a bounded queue; the oldest frames go when the client lags."""
+
+    def __init__(self, client: aioredis.Redis, job_id: int, start_id: str) -> None:
+        self.client = client
+        self.stream = job_events.job_stream(job_id)
+        self.last_id = start_id
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_FRAMES)
+        self.dropped = 0
+
+    async def run(self) -> None:
+        while True:
+            reply = await self.client.xread({self.stream: self.last_id}, block=BLOCK_MS, count=500)
+            for _, entries in reply or []:
+                for entry_id, fields in entries:
+                    self.last_id = entry_id
+                    self._put(_frame(fields))
+
+    def _put(self, frame: dict[str, Any]) -> None:
+        if self.queue.full():
+            self.queue.get_nowait()
+            self.dropped += 1
+        self.queue.put_nowait(frame)
+
+
+async def _start_id(client: aioredis.Redis, job_id: int) -> str:
+    """The stream's newest id now: events after it are new to a client that read the DB."""
+    newest = await client.xrevrange(job_events.job_stream(job_id), count=1)
+    return str(newest[0][0]) if newest else "0-0"
+
+
+@router.websocket("/ws/jobs/{job_id}")
+async def job_feed(
+    websocket: WebSocket, job_id: Annotated[int, Path(ge=1, le=2**63 - 1)]
+) -> None:
+    user = current_principal(websocket)
+    factory = websocket.app.state.sessionmaker
+    client = async_client(str(websocket.app.state.settings.redis_url))
+    try:
+        start = await _start_id(client, job_id)
+        try:
+            snapshot, finished = await asyncio.to_thread(_snapshot, factory, job_id, user)
+        except DomainError as exc:
+            await websocket.close(code=4403 if exc.status_code == 403 else 4404, reason=exc.message)
+            return
+        await websocket.accept()
+        await websocket.send_json(snapshot)
+        if not finished:
+            await _relay(websocket, _Feed(client, job_id, start))
+        await websocket.close()
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        pass  # the client went away
+    finally:
+        await client.aclose()
+
+
+async def _relay(websocket: WebSocket, feed: _Feed) -> None:
+    reader = asyncio.create_task(feed.run())
+    closed = asyncio.create_task(_wait_closed(websocket))
+    try:
+        while not closed.done():
+            getter = asyncio.create_task(feed.queue.get())
+            await asyncio.wait({getter, closed}, return_when=asyncio.FIRST_COMPLETED)
+            if not getter.done():
+                getter.cancel()
+                return
+            frame = getter.result()
+            if feed.dropped:
+                await websocket.send_json({"type": "dropped", "count": feed.dropped})
+                feed.dropped = 0
+            await websocket.send_json(frame)
+            if frame["type"] == "status" and frame["data"].get("status") in TERMINAL:
+                return
+    finally:
+        for task in (reader, closed):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+async def _wait_closed(websocket: WebSocket) -> None:
+    """Reads (and ignores) what the client sends, to notice a close at once."""
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+        while (await websocket.receive())["type"] != "websocket.disconnect":
+            pass

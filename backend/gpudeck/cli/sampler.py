@@ -1,0 +1,68 @@
+"""`gpudeck sampler`: this node's telemetry sampler (also started by `gpudeck run`)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from types import FrameType
+
+import typer
+
+from gpudeck.cli.settings import err_console, load_settings
+
+
+def sampler() -> None:
+    """Sample this node's GPUs into Redis every interval and keep the device inventory current."""
+    from gpudeck.core.db import make_engine, make_sessionmaker
+    from gpudeck.core.redis import sync_client
+    from gpudeck.telemetry.nvml import NvmlUnavailable
+    from gpudeck.telemetry.provider import make_provider
+    from gpudeck.telemetry.sampler import Sampler
+
+    settings = load_settings()
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    if settings.database_url is None or settings.redis_url is None:
+        err_console.print(
+            "[red]gpudeck sampler[/red] needs GPUDECK_DATABASE_URL and GPUDECK_REDIS_URL; "
+            "`gpudeck run` starts embedded ones"
+        )
+        raise typer.Exit(2)
+    try:
+        provider = make_provider(settings)
+    except NvmlUnavailable as exc:
+        err_console.print(f"[red]GPUDECK_DEVICE_PROVIDER[/red]=nvml but NVML is unavailable: {exc}")
+        raise typer.Exit(2) from None
+    stop = threading.Event()
+
+    def on_signal(signum: int, _: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    engine = make_engine(settings.sqlalchemy_url, pool_size=1)
+    client = sync_client(settings.redis_url)
+    try:
+        logging.getLogger("gpudeck.sampler").info(
+            "sampling %d %s device(s) every %.2f s as node %s",
+            len(provider.inventory()),
+            provider.source,
+            settings.sample_interval_s,
+            settings.node_name,
+        )
+        Sampler(
+            provider,
+            node=settings.node_name,
+            redis_client=client,
+            sessions=make_sessionmaker(engine),
+            interval_s=settings.sample_interval_s,
+            history_s=settings.telemetry_history_s,
+        ).run(stop)
+    finally:
+        provider.close()
+        client.close()
+        engine.dispose()
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(sampler)

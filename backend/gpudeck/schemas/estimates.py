@@ -1,0 +1,46 @@
+"""Requests and responses of the memory estimate routes (no torch import here)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DeviceType = Literal["cuda", "cpu"]
+
+
+class EstimateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = Field(min_length=1, max_length=64, examples=["sae"])
+    config: dict[str, Any] = Field(default_factory=dict)
+    world_size: int = Field(default=1, ge=1, le=64)
+    device_type: DeviceType = Field(default="cuda", description="cpu: simulated devices")
+
+
+class MaxBatchRequest(EstimateRequest):
+    bytes_free_per_device: int = Field(ge=0, description="the smallest free memory of the set")
+    safety_margin_bytes: int = Field(default=512 * 1024**2, ge=0)
+
+
+class MemoryComponentPublic(BaseModel):
+    name: str
+    bytes: int
+    note: str
+
+
+class EstimatePublic(BaseModel):
+    bytes_per_device: int = Field(description="peak incl. framework reserve: compare with free")
+    peak_step_bytes: int = Field(description="what torch.cuda.max_memory_allocated should show")
+    breakdown: list[MemoryComponentPublic]
+    method: str
+    world_size: int
+    per_rank_batch: int
+    dtype: str
+    device_type: DeviceType
+
+
+class MaxBatchPublic(BaseModel):
+    batch_size: int = Field(description="global batch, a multiple of world_size; 0: none fits")
+    per_rank_batch: int
+    estimate: EstimatePublic | None = Field(description="the estimate at that batch size")

@@ -1,0 +1,53 @@
+"""The audit trail: one row per security-relevant action. Takes a Session, never commits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from gpudeck.core.security import Principal
+from gpudeck.models import AuditEvent
+
+# The actions recorded; a test checks that each one is written where it happens.
+SIGN_IN = "auth.sign_in"
+JOB_SUBMIT = "job.submit"
+JOB_CANCEL = "job.cancel"
+JOB_RESUME = "job.resume"
+USER_CREATE = "user.create"
+TOKEN_CREATE = "token.create"
+TOKEN_REVOKE = "token.revoke"
+DATASET_UPLOAD = "dataset.upload"
+
+
+def record(
+    session: Session,
+    actor: Principal | str,
+    action: str,
+    target: str | None = None,
+    *,
+    remote_addr: str | None = None,
+    **detail: Any,
+) -> AuditEvent:
+    event = AuditEvent(
+        actor=actor if isinstance(actor, str) else actor.name,
+        action=action,
+        target=target,
+        detail=detail,
+        remote_addr=remote_addr,
+    )
+    session.add(event)
+    session.flush()
+    return event
+
+
+def list_events(
+    session: Session, *, action: str | None, limit: int, offset: int
+) -> tuple[list[AuditEvent], int]:
+    query = select(AuditEvent)
+    if action:
+        query = query.where(AuditEvent.action == action)
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    events = session.scalars(query.order_by(AuditEvent.id.desc()).limit(limit).offset(offset))
+    return list(events), total

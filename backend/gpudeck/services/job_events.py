@@ -1,0 +1,106 @@
+"""What ranks report, made durable: metrics rows, checkpoint rows, progress, peak memory.
+
+The worker reads each job's Redis stream (see gpudeck.worker.relay) and calls these in batches.
+Stream names live here too: the API's WebSocket reads the same stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from gpudeck.models import Checkpoint, Job, JobMetric
+
+
+def job_stream(job_id: int) -> str:
+    """The Redis stream a job's ranks publish to and the worker adds status changes to."""
+    return f"gpudeck:job:{job_id}:events"
+
+
+@dataclass(frozen=True)
+class CheckpointRecord:
+    step: int
+    path: str  # relative to the data directory
+    files: list[str]
+    size_bytes: int
+    loss: float | None
+
+
+def record_metrics(session: Session, job_id: int, rows: Sequence[tuple[int, dict[str, float]]]) -> None:
+    if rows:
+        session.execute(
+            insert(JobMetric),
+            [{"job_id": job_id, "step": step, "metrics": metrics} for step, metrics in rows],
+        )
+
+
+def record_progress(
+    session: Session,
+    job_id: int,
+    *,
+    step: int | None = None,
+    total: int | None = None,
+    peak_memory_bytes: int | None = None,
+) -> None:
+    values: dict[str, object] = {}
+    if step is not None:
+        values["progress_step"] = step
+    if total is not None:
+        values["progress_total"] = total
+    if peak_memory_bytes is not None:
+        values["peak_memory_bytes"] = func.greatest(
+            func.coalesce(Job.peak_memory_bytes, 0), peak_memory_bytes
+        )
+    if values:
+        session.execute(update(Job).where(Job.id == job_id).values(**values))
+
+
+def record_checkpoint(session: Session, job_id: int, record: CheckpointRecord) -> None:
+    """Insert (or refresh, for a step written again) one checkpoint row."""
+    stmt = pg_insert(Checkpoint).values(
+        job_id=job_id,
+        step=record.step,
+        path=record.path,
+        files=record.files,
+        size_bytes=record.size_bytes,
+        loss=record.loss,
+    )
+    session.execute(
+        stmt.on_conflict_do_update(
+            constraint="uq_checkpoints_job_step",
+            set_={
+                "path": stmt.excluded.path,
+                "files": stmt.excluded.files,
+                "size_bytes": stmt.excluded.size_bytes,
+                "loss": stmt.excluded.loss,
+                "deleted_at": None,
+            },
+        )
+    )
+
+
+def mark_pruned(session: Session, job_id: int, kept_steps: Sequence[int]) -> None:
+    """Rows whose directory the trainer pruned (it keeps the newest k) are marked deleted."""
+    session.execute(
+        update(Checkpoint)
+        .where(
+            Checkpoint.job_id == job_id,
+            Checkpoint.deleted_at.is_(None),
+            Checkpoint.step.not_in(list(kept_steps)),
+        )
+        .values(deleted_at=func.now())
+    )
+
+
+def list_metrics(
+    session: Session, job_id: int, *, after_step: int | None, limit: int
+) -> list[JobMetric]:
+    """A job's metric points in step order, after `after_step` if given."""
+    query = select(JobMetric).where(JobMetric.job_id == job_id)
+    if after_step is not None:
+        query = query.where(JobMetric.step > after_step)
+    return list(session.scalars(query.order_by(JobMetric.step, JobMetric.id).limit(limit)))

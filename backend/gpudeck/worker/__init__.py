@@ -1,0 +1,1 @@
+"""The node's worker runtime: runs jobs' ranks, relays their events, heartbeats, reaps."""

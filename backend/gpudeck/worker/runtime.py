@@ -1,0 +1,131 @@
+"""One worker process's runtime: settings, database, Redis, the warm launcher, and the two
+background threads (heartbeat for this worker's jobs, reaper for everyone's lost jobs).
+
+Celery's task (gpudeck.tasks.jobs) calls `current().run_job(job_id)` in a pool thread; ranks
+start from the launcher's forkserver, never from a daemonic pool process.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from gpudeck.core.config import Settings
+from gpudeck.core.db import make_engine, make_sessionmaker, transaction
+from gpudeck.core.redis import sync_client
+from gpudeck.services import reaper, runs
+from gpudeck.trainer.kinds import registry
+from gpudeck.trainer.launch import PRELOAD, Launcher
+from gpudeck.worker.events import expire_stream, publish_status
+from gpudeck.worker.runner import JobHandle, JobRunner
+
+log = logging.getLogger(__name__)
+_current: WorkerRuntime | None = None
+
+
+def current() -> WorkerRuntime:
+    if _current is None:
+        raise RuntimeError("no worker runtime: start it with `gpudeck worker`")
+    return _current
+
+
+def install(runtime: WorkerRuntime | None) -> None:
+    global _current
+    _current = runtime
+
+
+def preload_modules() -> list[str]:
+    """PRELOAD plus each registered kind's train module, imported once by the forkserver."""
+    modules = [kind.train.partition(":")[0] for kind in registry().values()]
+    return [*PRELOAD, *modules]
+
+
+class WorkerRuntime:
+    def __init__(self, settings: Settings, launcher: Launcher | None = None) -> None:
+        self.settings = settings
+        self.engine = make_engine(settings.sqlalchemy_url, pool_size=10)
+        self.sessionmaker = make_sessionmaker(self.engine)
+        self.redis = sync_client(str(settings.redis_url))
+        self.launcher = launcher or Launcher(preload_modules())
+        self.stopping = threading.Event()
+        self._closed = threading.Event()
+        self._jobs: dict[int, JobHandle] = {}
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        self.launcher.warm_up()
+        for target, name in ((self._heartbeat_loop, "heartbeat"), (self._reaper_loop, "reaper")):
+            thread = threading.Thread(target=target, name=f"gpudeck-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def begin_shutdown(self) -> None:
+        """Running jobs stop gracefully (final checkpoint); their runners then return."""
+        self.stopping.set()
+
+    def close(self) -> None:
+        self.stopping.set()
+        self._closed.set()
+        for thread in self._threads:
+            thread.join(timeout=10)
+        self.redis.close()
+        self.engine.dispose()
+
+    def run_job(self, job_id: int) -> None:
+        if self.stopping.is_set():
+            log.info("job %s not started: this worker is shutting down", job_id)
+            return
+        JobRunner(self, job_id).run()
+
+    def track(self, job_id: int) -> JobHandle:
+        with self._lock:
+            return self._jobs.setdefault(job_id, JobHandle(job_id))
+
+    def untrack(self, job_id: int) -> None:
+        with self._lock:
+            self._jobs.pop(job_id, None)
+
+    def running_job_ids(self) -> list[int]:
+        with self._lock:
+            return list(self._jobs)
+
+    def queued_job_ids(self) -> list[int]:
+        with transaction(self.sessionmaker) as session:
+            return runs.queued_job_ids(session, self.settings.node_name)
+
+    def heartbeat_once(self) -> None:
+        with self._lock:
+            handles = dict(self._jobs)
+        if not handles:
+            return
+        with transaction(self.sessionmaker) as session:
+            pulses = runs.heartbeat(session, list(handles))
+        for job_id, handle in handles.items():
+            pulse = pulses.get(job_id)
+            if pulse is None:
+                handle.gone.set()
+            elif pulse.cancel_requested_at is not None:
+                handle.cancel.set()
+
+    def reap_once(self) -> list[int]:
+        with transaction(self.sessionmaker) as session:
+            reaped = reaper.reap_lost(session, self.settings.heartbeat_lease_s)
+        for job_id in reaped:
+            log.warning("job %s lost: no heartbeat within the lease", job_id)
+            publish_status(self.redis, job_id, "lost", error="its worker stopped heartbeating")
+            expire_stream(self.redis, job_id)
+        return reaped
+
+    def _heartbeat_loop(self) -> None:
+        self._every(self.settings.heartbeat_interval_s, self.heartbeat_once)
+
+    def _reaper_loop(self) -> None:
+        self._every(max(1.0, self.settings.heartbeat_interval_s), self.reap_once)
+
+    def _every(self, interval_s: float, action: object) -> None:
+        while not self._closed.wait(interval_s):
+            try:
+                action()  # type: ignore[operator]
+            except Exception:
+                log.exception("%s failed; retrying next interval", getattr(action, "__name__", action))

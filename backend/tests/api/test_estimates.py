@@ -1,0 +1,42 @@
+"""The estimate routes on a bare app (no database: they only compute)."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from gpudeck.api.errors import install_error_handlers
+from gpudeck.api.routes import estimates
+
+SAE = {"d_in": 256, "d_sae": 2048, "batch_size": 64}
+
+
+def _client() -> TestClient:
+    app = FastAPI()
+    install_error_handlers(app)
+    app.include_router(estimates.router)
+    return TestClient(app)
+
+
+def test_estimate_returns_the_breakdown() -> None:
+    body = _client().post("/api/estimate", json={"kind": "sae", "config": SAE, "world_size": 2})
+    assert body.status_code == 200, body.text
+    data = body.json()
+    assert data["per_rank_batch"] == 32
+    assert sum(c["bytes"] for c in data["breakdown"]) == data["bytes_per_device"]
+    assert "MemTracker" in data["method"]
+
+
+def test_bad_config_and_kind_are_422() -> None:
+    client = _client()
+    bad = client.post("/api/estimate", json={"kind": "sae", "config": {"d_in": 0}})
+    assert bad.status_code == 422
+    assert client.post("/api/estimate", json={"kind": "nope"}).status_code == 422
+
+
+def test_max_batch_fits() -> None:
+    request = {"kind": "sae", "config": SAE, "world_size": 1,
+               "bytes_free_per_device": 3 * 1024**3, "safety_margin_bytes": 0}  # fmt: skip
+    data = _client().post("/api/estimate/max-batch", json=request).json()
+    assert data["batch_size"] > 0
+    assert data["estimate"]["bytes_per_device"] <= 3 * 1024**3

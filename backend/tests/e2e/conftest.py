@@ -1,0 +1,61 @@
+"""End-to-end fixtures: a real `gpudeck worker` subprocess on the test database and Redis."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+from harness import register_devices
+from sqlalchemy.orm import Session
+
+from gpudeck.core.config import Settings
+from gpudeck.trainer import kinds
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # e2e_kinds and e2e_helpers
+from e2e_helpers import BACKEND, WorkerProcess, worker_env  # noqa: E402
+
+@pytest.fixture
+def e2e_settings(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
+    monkeypatch.setenv("GPUDECK_KIND_MODULES", "e2e_kinds")
+    kinds.registry.cache_clear()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    yield settings
+    kinds.registry.cache_clear()
+
+
+@pytest.fixture
+def start_worker(
+    e2e_settings: Settings, redis_client: redis.Redis, tmp_path: Path
+) -> Iterator[Callable[..., WorkerProcess]]:
+    started: list[WorkerProcess] = []
+
+    def start(**overrides: str) -> WorkerProcess:
+        log_path = tmp_path / f"worker{len(started)}.log"
+        with log_path.open("wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "gpudeck", "worker", "--concurrency", "4"],
+                cwd=BACKEND, env=worker_env(e2e_settings, **overrides),
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        worker = WorkerProcess(proc, log_path)
+        started.append(worker)
+        worker.wait_ready()
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop(timeout_s=60)
+
+
+@pytest.fixture
+def api(client: TestClient, db: Session, e2e_settings: Settings) -> TestClient:
+    """The API (signed in as admin) on a node with eight simulated devices."""
+    register_devices(db)
+    return client
+
+

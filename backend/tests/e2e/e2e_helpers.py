@@ -1,0 +1,99 @@
+"""Helpers for the end-to-end tests: the worker subprocess, waiting on jobs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+from harness import TEST_NODE
+
+from gpudeck.core.config import Settings
+
+HERE = Path(__file__).resolve().parent
+BACKEND = HERE.parents[1]
+HEARTBEAT_INTERVAL_S = 0.5
+LEASE_S = 4.0
+
+
+@dataclass
+class WorkerProcess:
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self, timeout_s: float = 180) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            text = self.log()
+            if "warm launcher ready" in text and " ready." in text:
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited {self.proc.returncode}:\n{text[-4000:]}")
+            time.sleep(0.2)
+        raise RuntimeError(f"worker not ready:\n{self.log()[-4000:]}")
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM, timeout_s: float = 60) -> int:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        try:  # the forkserver and anything else the worker left in its group
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return int(self.proc.returncode)
+
+
+def worker_env(settings: Settings, **overrides: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "GPUDECK_DATABASE_URL": str(settings.database_url),
+        "GPUDECK_REDIS_URL": str(settings.redis_url),
+        "GPUDECK_DATA_DIR": str(settings.data_dir),
+        "GPUDECK_NODE_NAME": TEST_NODE,
+        "GPUDECK_DEVICE_PROVIDER": "simulated",
+        "GPUDECK_SIMULATED_DEVICES": "8x80GiB",
+        "GPUDECK_HEARTBEAT_INTERVAL_S": str(HEARTBEAT_INTERVAL_S),
+        "GPUDECK_HEARTBEAT_LEASE_S": str(LEASE_S),
+        "GPUDECK_CANCEL_GRACE_S": "30",
+        "GPUDECK_KIND_MODULES": "e2e_kinds",
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
+    env.update(overrides)
+    return env
+
+
+def wait_status(
+    api: TestClient, job_id: int, statuses: set[str], timeout_s: float = 120
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        job: dict[str, Any] = api.get(f"/api/jobs/{job_id}").json()
+        if job["status"] in statuses:
+            return job
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id} is {job['status']}, not {statuses}: {job}")
+        time.sleep(0.1)
+
+
+def launch_record(settings: Settings, job_id: int) -> dict[str, Any]:
+    path = settings.data_dir / "jobs" / str(job_id) / "launch.json"
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no launch record for job {job_id}")
+        time.sleep(0.05)
+    record: dict[str, Any] = json.loads(path.read_text())
+    return record

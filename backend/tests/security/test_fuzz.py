@@ -1,0 +1,65 @@
+"""Schemathesis against the OpenAPI schema, on a live server, with a valid admin token: no 5xx
+and no response that breaks the schema. Bounded here (`make test`); bench/fuzz.sh runs it long
+(GPUDECK_FUZZ_EXAMPLES, GPUDECK_FUZZ_MAX_TIME_S)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from harness import create_token, live_server
+from sqlalchemy import text
+from sqlalchemy.orm import Session, sessionmaker
+
+from gpudeck.core.config import Settings
+
+EXAMPLES = int(os.environ.get("GPUDECK_FUZZ_EXAMPLES", "8"))
+MAX_TIME_S = os.environ.get("GPUDECK_FUZZ_MAX_TIME_S")
+CHECKS = "not_a_server_error,response_schema_conformance"
+
+
+def fuzz_token(factory: sessionmaker[Session]) -> str:
+    # A token id no fuzzer guesses, so DELETE /api/auth/tokens/{id} never revokes the run's own.
+    with factory() as session:
+        session.execute(text("ALTER SEQUENCE api_tokens_id_seq RESTART WITH 987654321"))
+        session.commit()
+    return create_token(factory, "admin", "fuzzer")
+
+
+def test_schemathesis_finds_no_server_errors(
+    settings: Settings, session_factory: sessionmaker[Session], devices: str, tmp_path: Path
+) -> None:
+    token = fuzz_token(session_factory)
+    report = tmp_path / "report"
+    with live_server(settings) as url:
+        command = [
+            str(Path(sys.executable).with_name("st")),
+            "run",
+            f"{url}/openapi.json",
+            "--header",
+            f"Authorization: Bearer {token}",
+            "--checks",
+            CHECKS,
+            "--max-examples",
+            str(EXAMPLES),
+            "--seed",
+            os.environ.get("GPUDECK_FUZZ_SEED", "1"),
+            "--workers",
+            "1",
+            "--request-timeout",
+            "30",
+            "--suppress-health-check",
+            "all",
+            "--report",
+            "junit",
+            "--report-dir",
+            str(report),
+        ]
+        if MAX_TIME_S:
+            command += ["--max-time", MAX_TIME_S]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    summary = result.stdout[-6000:]
+    print(summary)
+    assert result.returncode == 0, summary + result.stderr[-2000:]

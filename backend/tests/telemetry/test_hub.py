@@ -1,0 +1,49 @@
+"""Fan-out internals: bounded per-client queues and the in-memory history."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from gpudeck.services.telemetry_hub import Subscription, TelemetryHub
+from gpudeck.telemetry.processes import classify
+
+
+def test_a_full_queue_drops_its_oldest_message() -> None:
+    async def go() -> None:
+        sub = Subscription(maxsize=3)
+        for i in range(10):
+            sub.offer(str(i))
+        assert sub.queue.qsize() == 3 and sub.dropped == 7
+        assert [sub.queue.get_nowait() for _ in range(3)] == ["7", "8", "9"]
+
+    asyncio.run(go())
+
+
+def test_snapshot_holds_the_asked_history_and_live_messages_reach_every_client() -> None:
+    async def go() -> None:
+        hub = TelemetryHub(None, history_s=60, queue_size=2)  # type: ignore[arg-type]
+        for second in range(100):
+            hub.publish(second * 1000, json.dumps({"t": second}))
+        snapshot = json.loads(hub.snapshot(10))
+        assert snapshot["type"] == "snapshot"
+        assert [s["t"] for s in snapshot["samples"]] == list(range(90, 100))
+        assert len(json.loads(hub.snapshot(3600))["samples"]) == 61  # the ring keeps 60 s
+        _, fast = hub.subscribe(10)
+        _, slow = hub.subscribe(10)
+        hub.publish(100_000, '{"t":100}')
+        assert json.loads(fast.queue.get_nowait()) == {"type": "sample", "samples": [{"t": 100}]}
+        for t in range(101, 110):
+            hub.publish(t * 1000, json.dumps({"t": t}))
+        assert slow.queue.qsize() == 2 and hub.dropped_total == 8 + 7
+        hub.unsubscribe(slow)
+        hub.unsubscribe(fast)
+        assert not hub.subscriptions and hub.dropped_total == 15
+
+    asyncio.run(go())
+
+
+def test_children_of_a_rank_count_as_the_job() -> None:
+    parents = {500: 400, 400: 300, 300: 1}
+    procs = classify([(500, 1), (600, 2)], {300: (9, 0)}, parents.get)
+    assert [(p.pid, p.managed, p.job_id) for p in procs] == [(500, True, 9), (600, False, None)]

@@ -1,0 +1,145 @@
+"""Run N ranks of a job in local processes with torchrun's environment (tests only).
+
+Ranks start from a forkserver that has already imported torch, so each costs a fork, not an
+interpreter start. Events go to <run_dir>/events.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gpudeck.trainer import checkpoint
+from gpudeck.trainer.rank import RankSpec, run_rank
+
+_CTX = mp.get_context("forkserver")
+_CTX.set_forkserver_preload(["torch", "torch.distributed", "gpudeck.trainer.rank"])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _rank_main(spec: RankSpec, rank: int, world: int, port: int, extra_kinds: list[str]) -> None:
+    os.environ.update(
+        {
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "WORLD_SIZE": str(world),
+            "LOCAL_WORLD_SIZE": str(world),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+        }
+    )
+    if extra_kinds:
+        from gpudeck.trainer import kinds
+
+        for ref in extra_kinds:
+            kind = kinds._resolve(ref)
+            kinds.registry()[kind.name] = kind  # type: ignore[attr-defined]
+    run_rank(spec)
+
+
+def make_spec(
+    tmp: Path,
+    config: dict[str, Any],
+    *,
+    kind: str = "sae",
+    job_id: int = 1,
+    resume_from: str | None = None,
+    data_dir: Path | None = None,
+) -> RankSpec:
+    data_dir = data_dir or tmp / "data"
+    return RankSpec(
+        job_id=job_id,
+        kind=kind,
+        config=config,
+        run_dir=str(tmp / "run"),
+        data_dir=str(data_dir),
+        checkpoint_dir=str(data_dir / "checkpoints" / str(job_id)),
+        resume_from=resume_from,
+        events_redis_url=None,
+        events_stream=f"gpudeck:job:{job_id}:events",
+        num_threads=1,
+        keep_checkpoints=3,
+    )
+
+
+def start_ranks(spec: RankSpec, world: int, extra_kinds: list[str] | None = None) -> list[Any]:
+    port = free_port()
+    procs = [
+        _CTX.Process(target=_rank_main, args=(spec, r, world, port, extra_kinds or []))
+        for r in range(world)
+    ]
+    for proc in procs:
+        proc.start()
+    return procs
+
+
+def run_ranks(
+    spec: RankSpec, world: int, extra_kinds: list[str] | None = None, timeout_s: float = 240
+) -> list[int]:
+    """Run the job to completion; returns each rank's exit code."""
+    procs = start_ranks(spec, world, extra_kinds)
+    for proc in procs:
+        proc.join(timeout_s)
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    return [proc.exitcode for proc in procs]
+
+
+def read_events(spec: RankSpec, event_type: str | None = None) -> list[dict[str, Any]]:
+    path = Path(spec.run_dir) / "events.jsonl"
+    events = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    for event in events:
+        event["data"] = json.loads(event["data"])
+    return [e for e in events if event_type is None or e["type"] == event_type]
+
+
+def tiny_config(**overrides: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "d_in": 16,
+        "d_sae": 64,
+        "batch_size": 64,
+        "steps": 50,
+        "lr": 1e-3,
+        "l1_coefficient": 1e-3,
+        "metrics_interval": 25,
+        "checkpoint_interval": 1000,
+        "seed": 3,
+        "dataset": {
+            "type": "synthetic",
+            "num_features": 64,
+            "active_features": 3,
+            "num_samples": 100_000,
+        },
+    }
+    config.update(overrides)
+    return config
+
+
+def write_checkpoints_forever(root: str) -> None:
+    """Checkpoint in a loop until killed (the SIGKILL test runs this in a child)."""
+    step = int(time.time() * 1000) % 10**9  # increasing across restarts
+    while True:
+        step += 1
+        checkpoint.write_checkpoint(
+            root,
+            step,
+            weights={"w": torch.full((256, 256), float(step))},
+            cfg={"step": step},
+            state_tensors={"s": torch.zeros(1000)},
+            state={"step": step},
+            keep=2,
+        )

@@ -1,0 +1,124 @@
+"""Shared by the bench scripts: a fresh database, simulated devices, a token and a real
+`gpudeck api` process. Not a benchmark itself."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psycopg
+from sqlalchemy import text
+
+from gpudeck.core import migrate
+from gpudeck.core.config import Settings
+from gpudeck.core.db import make_engine, make_sessionmaker, transaction
+from gpudeck.core.embedded import EmbeddedServices
+from gpudeck.services import users
+from gpudeck.services.inventory import upsert_inventory
+from gpudeck.telemetry.simulated import simulated_inventory
+
+NODE = "bench"
+BENCH_DB = "gpudeck_bench"
+
+
+@dataclass
+class BenchServer:
+    url: str
+    token: str
+    database_url: str
+    redis_url: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def _local_database() -> str | None:
+    """A scratch database on the local server, if there is one (else embedded)."""
+    try:
+        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
+            if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone():
+                c.execute(f"CREATE DATABASE {BENCH_DB}")
+        return f"postgresql+psycopg://postgres@127.0.0.1:5432/{BENCH_DB}"
+    except psycopg.OperationalError:
+        return None
+
+
+def _redis_reachable() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _prepare(database_url: str, devices: str) -> str:
+    engine = make_engine(database_url, pool_size=1)
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
+    migrate.upgrade(database_url)
+    spec = Settings(simulated_devices=devices).simulated
+    with transaction(make_sessionmaker(engine)) as session:
+        upsert_inventory(session, NODE, "simulated", simulated_inventory(spec, NODE))
+        admin = users.create_user(session, "bench", "admin")
+        token = users.issue_token(session, admin, "bench").secret
+    engine.dispose()
+    return token
+
+
+@contextmanager
+def bench_server(devices: str = "8x80GiB", extra_env: dict[str, str] | None = None) -> Iterator[BenchServer]:
+    embedded = EmbeddedServices(Path(tempfile.mkdtemp(prefix="gpudeck-bench-")))
+    try:
+        database_url = os.environ.get("GPUDECK_BENCH_DATABASE_URL") or _local_database()
+        database_url = database_url or embedded.start_postgres()
+        redis_url = "redis://127.0.0.1:6379/7" if _redis_reachable() else embedded.start_redis()
+        token = _prepare(database_url, devices)
+        port = _free_port()
+        env = {**os.environ, "GPUDECK_DATABASE_URL": database_url, "GPUDECK_REDIS_URL": redis_url,
+               "GPUDECK_PORT": str(port), "GPUDECK_NODE_NAME": NODE, "GPUDECK_LOG_LEVEL": "warning",
+               "GPUDECK_DATA_DIR": str(embedded.data_dir / "data"), **(extra_env or {})}  # fmt: skip
+        process = subprocess.Popen([sys.executable, "-m", "gpudeck", "api"], env=env)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_healthy(url, process)
+            yield BenchServer(url, token, database_url, redis_url)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    finally:
+        embedded.stop()
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("gpudeck api exited")
+        try:
+            if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("gpudeck api did not become healthy")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")

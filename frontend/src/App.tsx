@@ -1,0 +1,67 @@
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { BrowserRouter, NavLink, Route, Routes } from "react-router-dom";
+import type { User } from "./client/types";
+import { AuthGate } from "./components/AuthGate";
+import { ConnectionIndicator } from "./components/ConnectionIndicator";
+import { TelemetryProvider, useTelemetryContext } from "./hooks/TelemetryContext";
+import { Dashboard } from "./pages/Dashboard";
+import { JobDetail } from "./pages/JobDetail";
+import { Jobs } from "./pages/Jobs";
+import { NewJob } from "./pages/NewJob";
+
+function Header({ user, signOut }: { user: User; signOut: () => void }) {
+  const telemetry = useTelemetryContext();
+  return (
+    <header className="topbar">
+      <NavLink to="/" className="brand">
+        <span className="logo" aria-hidden />
+        GPUDeck
+      </NavLink>
+      <nav>
+        <NavLink to="/" end>
+          GPUs
+        </NavLink>
+        <NavLink to="/jobs">Jobs</NavLink>
+        <NavLink to="/new">New job</NavLink>
+      </nav>
+      <ConnectionIndicator telemetry={telemetry} />
+      <span className="user muted small" title={user.role}>
+        {user.name}
+      </span>
+      {user.id !== null && user.id !== undefined && (
+        <button type="button" className="link-button small" onClick={signOut}>
+          sign out
+        </button>
+      )}
+    </header>
+  );
+}
+
+function NotFound() {
+  return <div className="page muted">Nothing here.</div>;
+}
+
+export function App({ client }: { client: QueryClient }) {
+  return (
+    <QueryClientProvider client={client}>
+      <AuthGate>
+        {(user, signOut) => (
+          <TelemetryProvider key={user.id ?? "local"}>
+            <BrowserRouter>
+              <Header user={user} signOut={signOut} />
+              <main>
+                <Routes>
+                  <Route path="/" element={<Dashboard />} />
+                  <Route path="/jobs" element={<Jobs />} />
+                  <Route path="/jobs/:id" element={<JobDetail />} />
+                  <Route path="/new" element={<NewJob />} />
+                  <Route path="*" element={<NotFound />} />
+                </Routes>
+              </main>
+            </BrowserRouter>
+          </TelemetryProvider>
+        )}
+      </AuthGate>
+    </QueryClientProvider>
+  );
+}

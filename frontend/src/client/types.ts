@@ -1,0 +1,57 @@
+/**
+ * Names the rest of the app uses for the API's types. Every one is taken from the generated
+ * schema: when the backend renames a model, this is the only file to touch.
+ */
+import type { components, paths } from "./schema";
+
+type Schemas = components["schemas"];
+
+/** One device as the dashboard shows it: inventory, holder, and the newest readings. */
+export type Gpu = Schemas["GpuPublic"];
+/** One node's sample from WS /ws/telemetry (and GET /api/gpus/history). */
+export type NodeSample = Schemas["NodeSample"];
+export type DeviceSample = Schemas["DeviceSample"];
+export type TelemetryHistory = Schemas["TelemetryHistory"];
+export type User = Schemas["UserPublic"];
+export type Job = Schemas["JobPublic"];
+export type JobStatus = Schemas["JobStatus"];
+export type JobCreate = Schemas["JobCreate"];
+export type JobKind = string;
+export type SaeConfig = Schemas["SaeConfig"];
+export type DeviceRef = Schemas["DeviceRef"];
+export type MetricPoint = Schemas["MetricPublic"];
+export type MetricValues = Schemas["MetricValues"];
+export type Checkpoint = Schemas["CheckpointPublic"];
+export type Estimate = Schemas["EstimatePublic"];
+export type EstimateRequest = Schemas["EstimateRequest"];
+export type Recommendation = Schemas["RecommendationPublic"];
+export type RecommendStrategy = NonNullable<Schemas["RecommendRequest"]["strategy"]>;
+export type ExcludedDevice = Schemas["ExcludedDevice"];
+export type BusyDevice = Schemas["BusyDevice"];
+export type ErrorDetail = Schemas["ErrorDetail"];
+/** A 409 `gpu_busy` body's detail: ErrorDetail plus the devices and who holds them. */
+export type GpuBusyDetail = ErrorDetail & { code: "gpu_busy"; busy: BusyDevice[] };
+export type ValidationIssue = Schemas["ValidationError"];
+export type LogLine = Schemas["LogLine"];
+
+export type ApiPaths = paths;
+
+export const TERMINAL_STATUSES: readonly JobStatus[] = ["succeeded", "failed", "cancelled", "lost"];
+export const ALL_STATUSES: readonly JobStatus[] = [
+  "queued",
+  "starting",
+  "running",
+  "succeeded",
+  "failed",
+  "cancelled",
+  "lost",
+];
+
+export function isTerminal(status: JobStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+/** `node/uuid`: a device's identity across the app (DESIGN: a device is (node, uuid)). */
+export function deviceKey(device: { node?: string | null; uuid?: string | null }): string {
+  return `${device.node ?? ""}/${device.uuid ?? ""}`;
+}

@@ -1,0 +1,87 @@
+import { Link } from "react-router-dom";
+import type { Gpu } from "../client/types";
+import type { Series } from "../hooks/telemetryStore";
+import { formatBytes, formatNumber, loadLevel } from "../lib/format";
+import { MemoryBar } from "./MemoryBar";
+import { SeriesSparkline } from "./SeriesSparkline";
+import { SourceBadge } from "./SourceBadge";
+
+export function Holder({ gpu }: { gpu: Gpu }) {
+  if (gpu.held_by) {
+    return (
+      <span className="holder held" data-testid="holder">
+        <Link to={`/jobs/${gpu.held_by.job_id}`}>job #{gpu.held_by.job_id}</Link>
+        <span className="muted"> · {gpu.held_by.owner}</span>
+      </span>
+    );
+  }
+  if (gpu.external_processes.length > 0) {
+    const used = gpu.external_processes.reduce((sum, p) => sum + (p.used_memory_bytes ?? 0), 0);
+    const pids = gpu.external_processes.map((p) => p.pid).join(", ");
+    return (
+      <span className="holder external" data-testid="holder" title={`pid ${pids}`}>
+        external process{gpu.external_processes.length > 1 ? "es" : ""} · {formatBytes(used)}
+      </span>
+    );
+  }
+  return (
+    <span className="holder idle muted" data-testid="holder">
+      idle
+    </span>
+  );
+}
+
+interface Props {
+  gpu: Gpu;
+  series: Series | undefined;
+  revision: number;
+  stale?: boolean;
+}
+
+export function GpuCard({ gpu, series, revision, stale = false }: Props) {
+  const util = gpu.utilization_gpu_pct ?? null;
+  const power = gpu.power_watts ?? null;
+  const powerFraction = power !== null && gpu.power_limit_watts ? power / gpu.power_limit_watts : 0;
+  return (
+    <article className={`card gpu-card ${stale || gpu.stale ? "stale" : ""} ${gpu.lost ? "lost" : ""}`} data-testid="gpu-card" data-uuid={gpu.uuid}>
+      <header className="gpu-card-head">
+        <div className="gpu-title">
+          <span className="gpu-index">GPU {gpu.index}</span>
+          <span className="gpu-name" title={gpu.uuid}>
+            {gpu.name}
+          </span>
+        </div>
+        <SourceBadge source={gpu.source} />
+      </header>
+      {gpu.lost && <div className="banner error small">NVML reports this GPU as lost</div>}
+      <MemoryBar usedBytes={gpu.memory_used_bytes ?? null} totalBytes={gpu.memory_total_bytes} />
+      <dl className="gpu-stats">
+        <div>
+          <dt>util</dt>
+          <dd data-testid="util" className={util !== null ? `level-text-${loadLevel(util / 100)}` : ""}>
+            {formatNumber(util, 0, "%")}
+          </dd>
+        </div>
+        <div>
+          <dt>temp</dt>
+          <dd data-testid="temp">{formatNumber(gpu.temperature_c, 0, "°C")}</dd>
+        </div>
+        <div>
+          <dt>power</dt>
+          <dd data-testid="power" className={`level-text-${loadLevel(powerFraction)}`}>
+            {formatNumber(power, 0, " W")}
+            {gpu.power_limit_watts ? <span className="muted"> / {formatNumber(gpu.power_limit_watts, 0)}</span> : null}
+          </dd>
+        </div>
+        <div>
+          <dt>SM clock</dt>
+          <dd>{formatNumber(gpu.sm_clock_mhz, 0, " MHz")}</dd>
+        </div>
+      </dl>
+      <div className="gpu-holder">
+        <Holder gpu={gpu} />
+      </div>
+      <SeriesSparkline series={series} revision={revision} />
+    </article>
+  );
+}

@@ -1,0 +1,167 @@
+import { render, screen, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { MemoryRouter } from "react-router-dom";
+import { describe, expect, it, vi } from "vitest";
+import { makeGpu } from "../test/fixtures";
+import { GpuCard } from "./GpuCard";
+import { GpuSelector } from "./GpuSelector";
+import { JobForm } from "./JobForm";
+import { MemoryBar } from "./MemoryBar";
+import { MemoryBreakdown } from "./MemoryBreakdown";
+import { ProgressBar } from "./ProgressBar";
+import { StatusBadge } from "./StatusBadge";
+import { defaultValues } from "../lib/jobForm";
+
+const GIB = 1024 ** 3;
+
+describe("MemoryBar", () => {
+  it.each([
+    [10, "low"],
+    [70, "mid"],
+    [95, "high"],
+  ])("colours %i GiB of 100 as %s", (used, level) => {
+    const { container } = render(<MemoryBar usedBytes={used * GIB} totalBytes={100 * GIB} />);
+    expect(container.querySelector(".membar")).toHaveAttribute("data-level", level);
+    expect(screen.getByText(`${used.toFixed(1)} GiB`)).toBeInTheDocument();
+  });
+});
+
+describe("GpuCard", () => {
+  const renderCard = (gpu = makeGpu()) =>
+    render(
+      <MemoryRouter>
+        <GpuCard gpu={gpu} series={undefined} revision={0} />
+      </MemoryRouter>,
+    );
+
+  it("shows name, source, readings and memory", () => {
+    renderCard(makeGpu({ temperature_c: 61, power_watts: 350, utilization_gpu_pct: 73 }));
+    expect(screen.getByText("Simulated H100")).toBeInTheDocument();
+    expect(screen.getByText("simulated")).toBeInTheDocument();
+    expect(screen.getByTestId("util")).toHaveTextContent("73%");
+    expect(screen.getByTestId("temp")).toHaveTextContent("61°C");
+    expect(screen.getByTestId("power")).toHaveTextContent("350 W / 700");
+    expect(screen.getByTestId("holder")).toHaveTextContent("idle");
+  });
+
+  it("names the job holding the device, with a link", () => {
+    renderCard(makeGpu({ held_by: { job_id: 12, job_name: "big", owner: "ana" } }));
+    expect(screen.getByRole("link", { name: "job #12" })).toHaveAttribute("href", "/jobs/12");
+    expect(screen.getByTestId("holder")).toHaveTextContent("ana");
+  });
+
+  it("says when a process GPUDeck did not start uses it", () => {
+    renderCard(makeGpu({ external_processes: [{ pid: 4242, used_memory_bytes: 2 * GIB }] }));
+    expect(screen.getByTestId("holder")).toHaveTextContent("external process · 2.0 GiB");
+  });
+});
+
+describe("GpuSelector", () => {
+  const devices = [
+    makeGpu({ index: 0, uuid: "G0" }),
+    makeGpu({ index: 1, uuid: "G1", held_by: { job_id: 3, job_name: "x", owner: "bo" } }),
+    makeGpu({ index: 2, uuid: "G2", external_processes: [{ pid: 1, used_memory_bytes: GIB }] }),
+    makeGpu({ index: 3, uuid: "G3", memory_total_bytes: 16 * GIB, memory_used_bytes: 15 * GIB }),
+    makeGpu({ index: 4, uuid: "G4" }),
+  ];
+
+  it("marks busy, external and too-small devices with the reason and disables them", () => {
+    render(<GpuSelector devices={devices} selected={new Set()} onChange={() => {}} bytesPerDevice={4 * GIB} />);
+    const options = screen.getAllByTestId("gpu-option");
+    expect(within(options[0]!).queryByTestId("gpu-reason")).toBeNull();
+    expect(within(options[1]!).getByTestId("gpu-reason")).toHaveTextContent("busy: job #3 (bo)");
+    expect(within(options[2]!).getByTestId("gpu-reason")).toHaveTextContent("external process");
+    expect(within(options[3]!).getByTestId("gpu-reason")).toHaveTextContent("too small: needs 4.0 GiB, 1.0 GiB free");
+    expect(within(options[1]!).getByRole("checkbox")).toBeDisabled();
+    expect(within(options[4]!).getByRole("checkbox")).toBeEnabled();
+  });
+
+  it("shows devices taken by someone else since the form opened", () => {
+    render(
+      <GpuSelector devices={devices} selected={new Set(["node-a/G0"])} onChange={() => {}} bytesPerDevice={GIB} taken={new Map([["node-a/G0", 9]])} />,
+    );
+    expect(within(screen.getAllByTestId("gpu-option")[0]!).getByTestId("gpu-reason")).toHaveTextContent("just taken by job #9");
+  });
+
+  it("toggles selection", async () => {
+    const onChange = vi.fn();
+    render(<GpuSelector devices={devices} selected={new Set(["node-a/G4"])} onChange={onChange} bytesPerDevice={null} />);
+    await userEvent.click(within(screen.getAllByTestId("gpu-option")[0]!).getByRole("checkbox"));
+    expect([...onChange.mock.calls[0]![0]]).toEqual(["node-a/G4", "node-a/G0"]);
+  });
+});
+
+describe("JobForm", () => {
+  it("shows the API's message beside the field it names", () => {
+    render(<JobForm values={defaultValues()} onChange={() => {}} errors={{ "config.d_in": "Input should be greater than or equal to 1" }} />);
+    const field = screen.getByLabelText("d_in");
+    expect(field).toHaveAttribute("aria-invalid", "true");
+    expect(screen.getByTestId("error-d_in")).toHaveTextContent("Input should be greater than or equal to 1");
+  });
+
+  it("shows the fields of the chosen dataset only", async () => {
+    const onChange = vi.fn();
+    const { rerender } = render(<JobForm values={defaultValues()} onChange={onChange} errors={{}} />);
+    expect(screen.getByLabelText("true features")).toBeInTheDocument();
+    expect(screen.queryByLabelText("file")).toBeNull();
+    await userEvent.selectOptions(screen.getByLabelText("dataset"), "file");
+    expect(onChange).toHaveBeenCalledWith("dataset.type", "file");
+    rerender(<JobForm values={{ ...defaultValues(), "dataset.type": "file" }} onChange={onChange} errors={{}} />);
+    expect(screen.getByLabelText("file")).toBeInTheDocument();
+  });
+});
+
+describe("small pieces", () => {
+  it("ProgressBar reports step of total", () => {
+    render(<ProgressBar value={25} total={100} />);
+    expect(screen.getByRole("progressbar")).toHaveTextContent("25 / 100 · 25%");
+  });
+
+  it("ProgressBar copes with an unknown total", () => {
+    render(<ProgressBar value={3} total={null} />);
+    expect(screen.getByRole("progressbar")).toHaveTextContent("3 / ?");
+  });
+
+  it("StatusBadge carries the status class", () => {
+    render(<StatusBadge status="failed" />);
+    expect(screen.getByTestId("job-status")).toHaveClass("status-failed");
+  });
+
+  it("MemoryBreakdown lists the parts, largest first", () => {
+    render(
+      <MemoryBreakdown
+        estimate={{
+          bytes_per_device: 3 * GIB,
+          peak_step_bytes: 3 * GIB,
+          breakdown: [
+            { name: "parameters", bytes: GIB, note: "W_enc, W_dec, biases" },
+            { name: "optimizer_state", bytes: 2 * GIB, note: "Adam moments" },
+          ],
+          method: "fake-tensor trace",
+          world_size: 1,
+          per_rank_batch: 4096,
+          dtype: "float32",
+          device_type: "cuda",
+        }}
+      />,
+    );
+    const rows = screen.getAllByRole("row");
+    expect(rows[0]).toHaveTextContent("optimizer state");
+    expect(rows[1]).toHaveTextContent("parameters");
+    expect(screen.getByTestId("estimate-bytes")).toHaveTextContent("3.0 GiB");
+  });
+});
+
+describe("windowData", () => {
+  it("is always as long as the ring, with the unfilled past empty", async () => {
+    const { windowData } = await import("./SeriesSparkline");
+    const { TelemetryStore } = await import("../hooks/telemetryStore");
+    const { makeSample } = await import("../test/fixtures");
+    const store = new TelemetryStore(10);
+    for (let s = 0; s < 3; s += 1) store.ingest(makeSample(s, [makeGpu({ utilization_gpu_pct: 10 * s })]));
+    const [x, util] = windowData(store.series("node-a/SIM-0")) as unknown as [number[], (number | null)[]];
+    expect(x).toHaveLength(10);
+    expect(util).toEqual([null, null, null, null, null, null, null, 0, 10, 20]);
+    expect([...x].sort((a, b) => a - b)).toEqual(x);
+  });
+});

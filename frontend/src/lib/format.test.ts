@@ -1,0 +1,30 @@
+import { describe, expect, it } from "vitest";
+import { formatAge, formatBytes, formatCompact, formatNumber, loadLevel } from "./format";
+
+describe("format", () => {
+  it("writes bytes in binary units", () => {
+    expect(formatBytes(0)).toBe("0 B");
+    expect(formatBytes(1536)).toBe("1.5 KiB");
+    expect(formatBytes(80 * 1024 ** 3)).toBe("80.0 GiB");
+    expect(formatBytes(null)).toBe("—");
+  });
+
+  it("writes ages relative to now", () => {
+    const now = Date.parse("2026-01-01T01:00:00Z");
+    expect(formatAge("2026-01-01T00:59:30Z", now)).toBe("30s");
+    expect(formatAge("2026-01-01T00:55:00Z", now)).toBe("5m");
+    expect(formatAge("2025-12-30T01:00:00Z", now)).toBe("2d");
+  });
+
+  it("shows missing readings as a dash", () => {
+    expect(formatNumber(null, 0, "%")).toBe("—");
+    expect(formatNumber(41.6, 0, "%")).toBe("42%");
+    expect(formatCompact(2_500_000)).toBe("2.5M");
+  });
+
+  it("grades load", () => {
+    expect(loadLevel(0.2)).toBe("low");
+    expect(loadLevel(0.7)).toBe("mid");
+    expect(loadLevel(0.9)).toBe("high");
+  });
+});

@@ -1,0 +1,66 @@
+import { useState } from "react";
+import type { Gpu } from "../client/types";
+import { deviceKey } from "../client/types";
+import { AggregateView } from "../components/AggregateView";
+import { GpuCard } from "../components/GpuCard";
+import { useTelemetryContext } from "../hooks/TelemetryContext";
+
+type View = "cards" | "aggregate";
+
+function groupByNode(devices: Gpu[]): [string, Gpu[]][] {
+  const groups = new Map<string, Gpu[]>();
+  for (const d of devices) groups.set(d.node, [...(groups.get(d.node) ?? []), d]);
+  return [...groups.entries()];
+}
+
+export function Dashboard() {
+  const telemetry = useTelemetryContext();
+  const { store, version, stale } = telemetry;
+  const [view, setView] = useState<View>(() => (localStorage.getItem("gpudeck.view") as View | null) ?? "cards");
+  const choose = (next: View) => {
+    setView(next);
+    localStorage.setItem("gpudeck.view", next);
+  };
+  const devices = store.devices();
+  const groups = groupByNode(devices);
+  const source = devices[0]?.source;
+  return (
+    <div className="page">
+      <div className="page-head">
+        <h1>GPUs</h1>
+        <div className="page-tools">
+          {source && <span className="muted small">{devices.length} devices</span>}
+          <div className="segmented" role="group" aria-label="view">
+            <button type="button" aria-pressed={view === "cards"} onClick={() => choose("cards")}>
+              per GPU
+            </button>
+            <button type="button" aria-pressed={view === "aggregate"} onClick={() => choose("aggregate")}>
+              aggregated
+            </button>
+          </div>
+        </div>
+      </div>
+      {stale && (
+        <div className="banner warn" role="alert" data-testid="stale-banner">
+          The telemetry feed is behind: the numbers below are the last ones received.
+        </div>
+      )}
+      {devices.length === 0 ? (
+        <div className="empty card">Waiting for the first telemetry sample…</div>
+      ) : view === "aggregate" ? (
+        <AggregateView store={store} revision={version} />
+      ) : (
+        groups.map(([node, members]) => (
+          <section key={node} className="node-group" data-testid="node-group">
+            {groups.length > 1 && <h2 className="node-title">{node}</h2>}
+            <div className="gpu-grid">
+              {members.map((gpu) => (
+                <GpuCard key={deviceKey(gpu)} gpu={gpu} series={store.series(deviceKey(gpu))} revision={version} stale={stale} />
+              ))}
+            </div>
+          </section>
+        ))
+      )}
+    </div>
+  );
+}
