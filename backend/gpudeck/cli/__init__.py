@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from gpudeck.cli import client, sampler, server, users, worker
+from gpudeck.cli import client, estimate, sampler, server, users, worker
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 server.register(app)
@@ -13,3 +13,4 @@ client.register(app)
 worker.register(app)
 sampler.register(app)
 users.register(app)
+estimate.register(app)
