@@ -82,7 +82,9 @@ def _prepare(database_url: str, devices: str) -> str:
 
 
 @contextmanager
-def bench_server(devices: str = "8x80GiB", extra_env: dict[str, str] | None = None) -> Iterator[BenchServer]:
+def bench_server(
+    devices: str = "8x80GiB", extra_env: dict[str, str] | None = None
+) -> Iterator[BenchServer]:
     embedded = EmbeddedServices(Path(tempfile.mkdtemp(prefix="gpudeck-bench-")))
     try:
         database_url = os.environ.get("GPUDECK_BENCH_DATABASE_URL") or _local_database()
@@ -90,9 +92,16 @@ def bench_server(devices: str = "8x80GiB", extra_env: dict[str, str] | None = No
         redis_url = "redis://127.0.0.1:6379/7" if _redis_reachable() else embedded.start_redis()
         token = _prepare(database_url, devices)
         port = _free_port()
-        env = {**os.environ, "GPUDECK_DATABASE_URL": database_url, "GPUDECK_REDIS_URL": redis_url,
-               "GPUDECK_PORT": str(port), "GPUDECK_NODE_NAME": NODE, "GPUDECK_LOG_LEVEL": "warning",
-               "GPUDECK_DATA_DIR": str(embedded.data_dir / "data"), **(extra_env or {})}  # fmt: skip
+        env = {
+            **os.environ,
+            "GPUDECK_DATABASE_URL": database_url,
+            "GPUDECK_REDIS_URL": redis_url,
+            "GPUDECK_PORT": str(port),
+            "GPUDECK_NODE_NAME": NODE,
+            "GPUDECK_LOG_LEVEL": "warning",
+            "GPUDECK_DATA_DIR": str(embedded.data_dir / "data"),
+            **(extra_env or {}),
+        }
         process = subprocess.Popen([sys.executable, "-m", "gpudeck", "api"], env=env)
         url = f"http://127.0.0.1:{port}"
         try:

@@ -24,8 +24,8 @@ from gpudeck.api.routes import (
     ws_telemetry,
 )
 from gpudeck.api.routes.dashboard import DEFAULT_DIST, dashboard_router
-from gpudeck.api.sessions import release_sessions_in_endpoint_thread
 from gpudeck.api.security import SecurityMiddleware, check_bind
+from gpudeck.api.sessions import release_sessions_in_endpoint_thread
 from gpudeck.core.celery_app import make_celery
 from gpudeck.core.config import Settings, get_settings
 from gpudeck.core.db import make_engine, make_sessionmaker

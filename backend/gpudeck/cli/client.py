@@ -22,7 +22,8 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print JSON for scripts
 
 
 def default_url() -> str:
-    return f"http://{os.environ.get('GPUDECK_HOST', '127.0.0.1')}:{os.environ.get('GPUDECK_PORT', '8000')}"
+    host = os.environ.get("GPUDECK_HOST", "127.0.0.1")
+    return f"http://{host}:{os.environ.get('GPUDECK_PORT', '8000')}"
 
 
 def request(method: str, url: str, path: str, **kwargs: Any) -> Any:

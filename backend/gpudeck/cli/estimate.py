@@ -30,7 +30,12 @@ def estimate(
     except json.JSONDecodeError as exc:
         err_console.print(f"[red]--config[/red] is not JSON: {exc}")
         raise typer.Exit(2) from None
-    body = {"kind": kind, "config": config_obj, "world_size": world_size, "device_type": device_type}
+    body = {
+        "kind": kind,
+        "config": config_obj,
+        "world_size": world_size,
+        "device_type": device_type,
+    }
     result = request("POST", url or default_url(), "/api/estimate", json=body)
     if as_json:
         print(json.dumps(result, indent=2))

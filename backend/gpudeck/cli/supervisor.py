@@ -7,6 +7,7 @@ Ctrl-C reaches only this supervisor, which stops the parts in order and then the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -74,10 +75,8 @@ def _stop(children: list[subprocess.Popen[bytes]]) -> None:
 
 
 def _signal_group(child: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(child.pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def run_all(settings: Settings) -> int:

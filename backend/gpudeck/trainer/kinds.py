@@ -50,7 +50,7 @@ class JobKind:
 
 def _resolve(ref: str) -> Callable[..., Any]:
     module_name, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
+    return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return,unused-ignore]
 
 
 SAE_KIND = JobKind(

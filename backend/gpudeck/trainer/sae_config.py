@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 
 class SyntheticDataset(BaseModel):
-    """Seeded superposition data with known ground-truth feature directions (quality is measurable)."""
+    """Seeded superposition data with known ground-truth directions, so quality is measurable."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -5,7 +5,8 @@ from fastapi.testclient import TestClient
 
 def test_submit_list_get_cancel(client: TestClient, devices: str) -> None:
     created = client.post(
-        "/api/jobs", json={"kind": "sae", "config": {"batch_size": 64}, "devices": [{"index": 0}, {"index": 3}]}
+        "/api/jobs",
+        json={"kind": "sae", "config": {"batch_size": 64}, "devices": [{"index": 0}, {"index": 3}]},
     )
     assert created.status_code == 201, created.text
     job = created.json()

@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
 
 import httpx
 from harness import auth_headers, free_port
@@ -46,8 +45,12 @@ def first_admin_token(output: list[str], timeout_s: float = 10) -> str:
 @contextmanager
 def gpudeck_run(data_dir: Path, port: int) -> Iterator[tuple[str, float, list[str]]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUDECK_")}
-    env.update(GPUDECK_DATA_DIR=str(data_dir), GPUDECK_PORT=str(port),
-               GPUDECK_DEVICE_PROVIDER="simulated", GPUDECK_SIMULATED_DEVICES="2x16GiB")  # fmt: skip
+    env.update(
+        GPUDECK_DATA_DIR=str(data_dir),
+        GPUDECK_PORT=str(port),
+        GPUDECK_DEVICE_PROVIDER="simulated",
+        GPUDECK_SIMULATED_DEVICES="2x16GiB",
+    )
     started = time.monotonic()
     process = subprocess.Popen(
         [sys.executable, "-m", "gpudeck", "run"], env=env, stdout=subprocess.PIPE, text=True
