@@ -20,6 +20,7 @@ from gpudeck.api.routes import (
     jobs,
     meta,
     metrics,
+    recommend,
     ws_jobs,
     ws_telemetry,
 )
@@ -77,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (
         meta,
         gpus,
+        recommend,
         jobs,
         estimates,
         auth,

@@ -3,7 +3,7 @@ arbiter: two transactions can never both hold a device, whatever they read befor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from psycopg.errors import UniqueViolation
@@ -61,8 +61,11 @@ def reserve(session: Session, job: Job, devices: Sequence[Chosen]) -> None:
         ) from None
 
 
-def reserve_count(session: Session, job: Job, count: int) -> list[Chosen]:
+def reserve_count(
+    session: Session, job: Job, count: int, *, fits: Callable[[Device], bool] | None = None
+) -> list[Chosen]:
     """Pick `count` free devices on the job's node and reserve them, in this transaction.
+    `fits` passes over devices without room for the job (live free memory).
 
     The node's device rows are locked first so concurrent count requests queue up instead of
     choosing the same devices and retrying; explicit requests still race only on the index.
@@ -72,7 +75,11 @@ def reserve_count(session: Session, job: Job, count: int) -> list[Chosen]:
             select(Device).where(Device.node == job.node).order_by(Device.index).with_for_update()
         ).all()
         holders = live_holders(session, job.node, [d.uuid for d in devices])
-        free = [d for d in devices if d.uuid not in holders and not d.external_processes]
+        free = [
+            d
+            for d in devices
+            if d.uuid not in holders and not d.external_processes and (fits is None or fits(d))
+        ]
         if len(free) < count:
             raise NotEnoughDevices(count, len(free), job.node)
         chosen = [Chosen(d.node, d.uuid, d.index) for d in free[:count]]

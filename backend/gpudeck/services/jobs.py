@@ -13,6 +13,7 @@ from gpudeck.schemas.jobs import DeviceRef, JobCreate
 from gpudeck.services import job_state
 from gpudeck.services.allocation import Chosen, reserve, reserve_count
 from gpudeck.services.errors import InvalidInput, InvalidTransition, JobNotFound, UnknownDevice
+from gpudeck.services.placement import InsufficientMemory, LiveMemory, short_devices
 from gpudeck.trainer.kinds import get_kind, registry
 
 
@@ -75,10 +76,37 @@ def resolve_devices(session: Session, refs: list[DeviceRef]) -> tuple[str, list[
     return node, chosen
 
 
-def create_job(session: Session, spec: JobCreate, *, owner: str) -> Job:
+def estimate_bytes_per_device(
+    kind_name: str, config: dict[str, Any], world_size: int
+) -> int | None:
+    """The kind's memory estimate for a CUDA device (simulated devices stand for GPUs too);
+    None for kinds without one. Cached by config inside the estimator."""
+    kind = get_kind(kind_name)
+    estimate = kind.resolve_estimate() if kind else None
+    if kind is None or estimate is None:
+        return None
+    return int(estimate(kind.config_model.model_validate(config), world_size).bytes_per_device)
+
+
+def create_job(
+    session: Session,
+    spec: JobCreate,
+    *,
+    owner: str,
+    live: dict[tuple[str, str], LiveMemory] | None = None,
+) -> Job:
+    """Insert the job and reserve its devices in the caller's transaction.
+
+    `live` is the nodes' fresh free memory; unless the request says `force`, devices that
+    cannot hold the job's estimate are refused (explicit) or passed over (count)."""
     config = validate_config(spec.kind, spec.config, spec.world_size)
+    estimate = estimate_bytes_per_device(spec.kind, config, spec.world_size)
+    check = live is not None and estimate is not None and not spec.force
     if spec.devices is not None:
         node, devices = resolve_devices(session, spec.devices)
+        short = short_devices([(d.node, d.uuid) for d in devices], estimate or 0, live or {})
+        if check and short:
+            raise InsufficientMemory(int(estimate or 0), short)
     else:
         node, devices = spec.node or _default_node(session), []
     job = Job(
@@ -90,13 +118,20 @@ def create_job(session: Session, spec: JobCreate, *, owner: str) -> Job:
         world_size=spec.world_size,
         status=JobStatus.queued,
         progress_total=config.get("steps"),
+        estimate_bytes_per_device=estimate,
     )
     session.add(job)
     session.flush()
     if spec.devices is not None:
         reserve(session, job, devices)
     else:
-        reserve_count(session, job, spec.world_size)
+
+        def fits(device: Device) -> bool:
+            return not check or not short_devices(
+                [(device.node, device.uuid)], estimate or 0, live or {}
+            )
+
+        reserve_count(session, job, spec.world_size, fits=fits)
     session.refresh(job, ["allocations"])
     return job
 

@@ -10,6 +10,7 @@ from gpudeck.schemas.jobs import JobCreate, JobPublic, JobsPublic, StatusFilter,
 from gpudeck.services import audit
 from gpudeck.services import jobs as job_service
 from gpudeck.services.dispatch import dispatch_job
+from gpudeck.services.placement import live_memory_or_none
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="job id")]
@@ -18,12 +19,18 @@ JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="job id")]
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    responses={409: {"model": ErrorResponse, "description": "devices busy or too few free"}},
+    responses={
+        409: {
+            "model": ErrorResponse,
+            "description": "devices busy, too few free, or too little free memory (see force)",
+        }
+    },
 )
 def create_job(
     spec: JobCreate, session: SessionDep, request: Request, user: CurrentUser
 ) -> JobPublic:
-    job = job_service.create_job(session, spec, owner=user.name)
+    live = None if spec.force else live_memory_or_none(request.app.state.redis)
+    job = job_service.create_job(session, spec, owner=user.name, live=live)
     audit.record(session, user, audit.JOB_SUBMIT, f"job:{job.id}", kind=job.kind)
     session.commit()
     dispatch_job(request.app.state.celery, job.id, job.node)

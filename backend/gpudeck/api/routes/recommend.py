@@ -1,0 +1,50 @@
+"""POST /api/gpus/recommend: which devices to take, from live free memory."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from gpudeck.api.deps import SessionDep
+from gpudeck.schemas.recommend import (
+    ExcludedDevice,
+    RecommendationPublic,
+    RecommendedDevice,
+    RecommendRequest,
+)
+from gpudeck.services.placement import candidates
+from gpudeck.services.recommend import recommend
+from gpudeck.services.telemetry import device_views
+
+router = APIRouter(prefix="/api/gpus", tags=["gpus"])
+
+
+@router.post("/recommend")
+def recommend_devices(
+    body: RecommendRequest, session: SessionDep, request: Request
+) -> RecommendationPublic:
+    """Rank free devices for a job; every device left out comes with its reason."""
+    views = device_views(session, request.app.state.redis)
+    result = recommend(
+        candidates(views),
+        bytes_per_device=body.bytes_per_device,
+        count=body.count,
+        strategy=body.strategy,
+        node=body.node,
+        safety_margin_bytes=body.safety_margin_bytes,
+    )
+    return RecommendationPublic(
+        devices=[
+            RecommendedDevice(
+                node=d.node,
+                uuid=d.uuid,
+                index=d.index,
+                name=d.name,
+                memory_total_bytes=d.memory_total_bytes,
+                memory_free_bytes=d.memory_free_bytes,
+            )
+            for d in result.devices
+        ],
+        excluded=[ExcludedDevice(**e.__dict__) for e in result.excluded],
+        enough=result.enough,
+        message=result.message,
+    )

@@ -1,0 +1,162 @@
+"""Job start latency: from POST /api/jobs to the first optimizer step of a 2-rank `sae` job on
+simulated devices (gloo), through a real `gpudeck api`, a real `gpudeck worker` (warm
+forkserver), Postgres and Redis.
+
+The end of each measurement is the timestamp rank 0 puts on its step-1 metrics event (taken
+right after the first all-reduced backward and optimizer step). Beside it, in the same run, the
+baseline: a cold `torch.multiprocessing.spawn` of 2 gloo ranks that import torch, init the
+process group, build the same DDP model and take the same first step.
+
+    .venv/bin/python bench/job_start.py [--runs 7] [--baseline-runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import redis
+from _server import bench_server
+
+CONFIG = {
+    "d_in": 64, "d_sae": 512, "batch_size": 256, "steps": 3, "metrics_interval": 1,
+    "checkpoint_interval": 1000,
+    "dataset": {"type": "synthetic", "num_features": 128, "num_samples": 100_000},
+}  # fmt: skip
+
+
+def _wait_worker(log_path: Path, proc: subprocess.Popen[bytes], timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = log_path.read_text(errors="replace")
+        if "warm launcher ready" in text and " ready." in text:
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"gpudeck worker exited:\n{text[-3000:]}")
+        time.sleep(0.2)
+    raise RuntimeError("gpudeck worker did not become ready")
+
+
+def _first_step_at(client: redis.Redis, job_id: int, timeout_s: float = 120) -> float:
+    stream, last = f"gpudeck:job:{job_id}:events", "0-0"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for _, entries in client.xread({stream: last}, block=1000) or []:  # type: ignore[union-attr]
+            for entry_id, fields in entries:
+                last = entry_id
+                if fields["type"] == "metrics" and json.loads(fields["data"])["step"] == 1:
+                    return float(fields["ts"])
+    raise RuntimeError(f"job {job_id} took no first step")
+
+
+def _wait_done(http: httpx.Client, job_id: int) -> str:
+    while True:
+        status = http.get(f"/api/jobs/{job_id}").json()["status"]
+        if status in ("succeeded", "failed", "cancelled", "lost"):
+            return str(status)
+        time.sleep(0.05)
+
+
+def measure_gpudeck(http: httpx.Client, client: redis.Redis, runs: int) -> list[float]:
+    latencies = []
+    for _ in range(runs):
+        body = {"kind": "sae", "config": CONFIG, "devices": [{"index": 0}, {"index": 1}]}
+        started = time.time()
+        response = http.post("/api/jobs", json=body)
+        response.raise_for_status()
+        job_id = response.json()["id"]
+        latencies.append(_first_step_at(client, job_id) - started)
+        status = _wait_done(http, job_id)
+        if status != "succeeded":
+            raise RuntimeError(f"job {job_id} {status}")
+    return latencies
+
+
+def _baseline_rank(rank: int, port: int, out: str) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from gpudeck.trainer.sae import build_model, wrap_ddp
+    from gpudeck.trainer.sae_config import SaeConfig
+    from gpudeck.trainer.sae_model import train_step
+
+    os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // 2))
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    config = SaeConfig.model_validate(CONFIG)
+    ddp = wrap_ddp(build_model(config, torch.device("cpu")), config, torch.device("cpu"))
+    optimizer = torch.optim.Adam(ddp.parameters(), lr=config.lr)
+    batch = torch.randn(config.batch_size // 2, config.d_in)
+    train_step(ddp, optimizer, batch, l1_coefficient=config.l1_coefficient)
+    if rank == 0:
+        Path(out).write_text(f"{time.time():.6f}")
+    del ddp
+    dist.destroy_process_group()
+
+
+def measure_baseline(runs: int) -> list[float]:
+    import torch.multiprocessing as tmp
+
+    from gpudeck.trainer.launch import free_port
+
+    latencies = []
+    for _ in range(runs):
+        out = tempfile.mktemp(prefix="gpudeck-bench-")
+        started = time.time()
+        tmp.spawn(_baseline_rank, args=(free_port(), out), nprocs=2, start_method="spawn")
+        latencies.append(float(Path(out).read_text()) - started)
+        os.unlink(out)
+    return latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--baseline-runs", type=int, default=5)
+    args = parser.parse_args()
+    data_dir = Path(tempfile.mkdtemp(prefix="gpudeck-bench-data-"))
+    extra = {"GPUDECK_DATA_DIR": str(data_dir), "GPUDECK_AUTH": "on"}
+    with bench_server(devices="4x80GiB", extra_env=extra) as server:
+        env = {**os.environ, **extra, "GPUDECK_DATABASE_URL": server.database_url,
+               "GPUDECK_REDIS_URL": server.redis_url, "GPUDECK_NODE_NAME": "bench",
+               "GPUDECK_LOG_LEVEL": "info"}  # fmt: skip
+        log_path = data_dir / "worker.log"
+        with log_path.open("wb") as out:
+            worker = subprocess.Popen([sys.executable, "-m", "gpudeck", "worker"], env=env,
+                                      stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        try:
+            _wait_worker(log_path, worker)
+            client = redis.Redis.from_url(server.redis_url, decode_responses=True)
+            with httpx.Client(base_url=server.url, headers=server.headers, timeout=60) as http:
+                ours = measure_gpudeck(http, client, args.runs)
+        finally:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(60)
+    baseline = measure_baseline(args.baseline_runs)
+    _report(ours, baseline)
+
+
+def _report(ours: list[float], baseline: list[float]) -> None:
+    ours_median, base_median = statistics.median(ours), statistics.median(baseline)
+    print(f"cores: {len(os.sched_getaffinity(0))}")
+    print(f"gpudeck  POST /api/jobs -> first optimizer step, 2 gloo ranks: "
+          f"median {ours_median:.3f} s over {len(ours)} runs "
+          f"(min {min(ours):.3f}, max {max(ours):.3f})")  # fmt: skip
+    print(f"baseline cold torch.multiprocessing.spawn -> first optimizer step: "
+          f"median {base_median:.3f} s over {len(baseline)} runs "
+          f"(min {min(baseline):.3f}, max {max(baseline):.3f})")  # fmt: skip
+    print(f"speed-up: {base_median / ours_median:.1f}x (goal: <= 1 s and >= 5x)")
+    print(json.dumps({"gpudeck_s": ours, "baseline_s": baseline}))
+
+
+if __name__ == "__main__":
+    main()
