@@ -13,11 +13,16 @@ BIN := $(VENV)/bin
 # override it, e.g. `make run TORCH_SPEC='torch==2.13.0 --index-url <your CUDA index>'`.
 TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
+# SAELens (and its transformers/datasets stack, ~1 GB) in a venv of its own, used only by the
+# test that loads our checkpoints with the real sae_lens.SAE.load_from_disk.
+SAELENS_VENV := .venv-saelens
+SAELENS_SPEC ?= sae-lens==6.54.12
+SAELENS_INSTALLED := $(SAELENS_VENV)/.installed
 FRONTEND_INSTALLED := frontend/node_modules/.installed
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
 
 .PHONY: help install run test lint pytest frontend-install frontend-build frontend-test \
-        frontend-e2e openapi system-deps bench clean
+        frontend-e2e openapi system-deps saelens bench clean
 
 help:
 	@echo "make run    start GPUDeck (API, worker, sampler, dashboard; embedded Postgres/Redis if none configured)"
@@ -31,6 +36,14 @@ $(INSTALLED): backend/pyproject.toml
 	@touch $@
 
 install: $(INSTALLED)
+
+$(SAELENS_INSTALLED):
+	@test -x $(SAELENS_VENV)/bin/python || $(PYTHON) -m venv $(SAELENS_VENV)
+	$(SAELENS_VENV)/bin/pip install -q --disable-pip-version-check $(TORCH_SPEC)
+	$(SAELENS_VENV)/bin/pip install -q --disable-pip-version-check $(SAELENS_SPEC)
+	@touch $@
+
+saelens: $(SAELENS_INSTALLED)
 
 # Debian packages the test suite drives: Chromium for browser tests, docker-compose to
 # validate docker-compose.yml without a Docker engine.
@@ -78,8 +91,8 @@ lint: $(INSTALLED)
 	cd backend && ../$(BIN)/ruff format --check gpudeck tests ../bench
 	cd backend && ../$(BIN)/mypy gpudeck
 
-pytest: $(INSTALLED) system-deps
-	cd backend && ../$(BIN)/pytest -q
+pytest: $(INSTALLED) $(SAELENS_INSTALLED) system-deps
+	cd backend && GPUDECK_SAELENS_PYTHON=$(CURDIR)/$(SAELENS_VENV)/bin/python ../$(BIN)/pytest -q
 
 test: lint pytest frontend-test frontend-e2e
 
@@ -87,4 +100,4 @@ bench: $(INSTALLED)
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script; done
 
 clean:
-	rm -rf $(VENV) frontend/node_modules frontend/dist
+	rm -rf $(VENV) $(SAELENS_VENV) frontend/node_modules frontend/dist

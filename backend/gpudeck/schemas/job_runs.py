@@ -4,7 +4,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpudeck.schemas.jobs import DeviceRef, NAME_PATTERN
+from gpudeck.schemas.jobs import NAME_PATTERN, DeviceRef
 
 
 class MetricPoint(BaseModel):

@@ -64,9 +64,7 @@ def newest_complete(session: Session, job_id: int, data_dir: Path) -> Path | Non
     return None
 
 
-def checkpoint_file(
-    session: Session, job_id: int, step: int, name: str, data_dir: Path
-) -> Path:
+def checkpoint_file(session: Session, job_id: int, step: int, name: str, data_dir: Path) -> Path:
     """The file `name` of a job's checkpoint at `step`; only files the row lists are served."""
     row = session.scalar(
         select(Checkpoint).where(

@@ -30,7 +30,9 @@ class CheckpointRecord:
     loss: float | None
 
 
-def record_metrics(session: Session, job_id: int, rows: Sequence[tuple[int, dict[str, float]]]) -> None:
+def record_metrics(
+    session: Session, job_id: int, rows: Sequence[tuple[int, dict[str, float]]]
+) -> None:
     if rows:
         session.execute(
             insert(JobMetric),

@@ -45,8 +45,10 @@ class _Pending:
     checkpoints: list[CheckpointRecord] = field(default_factory=list)
 
     def empty(self) -> bool:
-        return not (self.metrics or self.checkpoints) and self.step is None and (
-            self.peak_memory_bytes is None
+        return (
+            not (self.metrics or self.checkpoints)
+            and self.step is None
+            and (self.peak_memory_bytes is None)
         )
 
 

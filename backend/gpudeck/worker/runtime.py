@@ -128,4 +128,6 @@ class WorkerRuntime:
             try:
                 action()  # type: ignore[operator]
             except Exception:
-                log.exception("%s failed; retrying next interval", getattr(action, "__name__", action))
+                log.exception(
+                    "%s failed; retrying next interval", getattr(action, "__name__", action)
+                )

@@ -17,7 +17,8 @@ from gpudeck.core.config import Settings
 from gpudeck.trainer import kinds
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # e2e_kinds and e2e_helpers
-from e2e_helpers import BACKEND, WorkerProcess, worker_env  # noqa: E402
+from e2e_helpers import BACKEND, WorkerProcess, worker_env
+
 
 @pytest.fixture
 def e2e_settings(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
@@ -57,5 +58,3 @@ def api(client: TestClient, db: Session, e2e_settings: Settings) -> TestClient:
     """The API (signed in as admin) on a node with eight simulated devices."""
     register_devices(db)
     return client
-
-

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import multiprocessing as mp
 import random
 import time
@@ -14,6 +16,8 @@ from rankrunner import make_spec, read_events, run_ranks, tiny_config, write_che
 
 from gpudeck.trainer import checkpoint
 from gpudeck.trainer.sae_config import SaeConfig
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 # What sae_lens.SAE.load_from_disk (SAELens 6.x) needs: StandardSAEConfig's fields, the
 # architecture to pick the class, a version >= 6 so no pre-6.0 defaulting applies, and the
@@ -61,14 +65,46 @@ def test_checkpoint_contents_match_the_config(tmp_path: Path, dtype: str) -> Non
     assert steps == [2, 4]
 
 
-def test_sae_lens_loads_the_checkpoint(tmp_path: Path) -> None:
-    sae_lens = pytest.importorskip("sae_lens")
-    spec = make_spec(tmp_path, tiny_config(steps=2))
+def sae_lens_python() -> Path:
+    """SAELens lives in its own venv (it pulls transformers, datasets, ...; ~1 GB) that
+    `make test` creates: .venv-saelens at the repository root, or GPUDECK_SAELENS_PYTHON."""
+    configured = os.environ.get("GPUDECK_SAELENS_PYTHON")
+    python = Path(configured) if configured else REPO_ROOT / ".venv-saelens" / "bin" / "python"
+    assert python.exists(), f"{python} is missing: `make saelens` installs SAELens for this test"
+    return python
+
+
+SAE_LENS_LOAD = """
+import sys, torch
+from safetensors.torch import load_file
+from sae_lens import SAE
+sae = SAE.load_from_disk(sys.argv[1])
+ours = load_file(sys.argv[1] + "/sae_weights.safetensors")
+x = torch.randn(8, ours["W_enc"].shape[0], dtype=ours["W_enc"].dtype)
+expected = torch.relu((x - ours["b_dec"]) @ ours["W_enc"] + ours["b_enc"]) @ ours["W_dec"] + ours["b_dec"]
+assert type(sae).__name__ == "StandardSAE", type(sae)
+for name in ("W_enc", "b_enc", "W_dec", "b_dec"):
+    assert torch.equal(getattr(sae, name).detach(), ours[name]), name
+assert torch.allclose(sae(x).detach(), expected, atol=1e-5), "forward pass differs"
+print("loaded", type(sae).__name__, sae.cfg.d_in, sae.cfg.d_sae)
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_sae_lens_loads_the_checkpoint_unchanged(tmp_path: Path, dtype: str) -> None:
+    """The real SAELens (6.x) loads our checkpoint directory as-is and computes the same SAE."""
+    spec = make_spec(tmp_path, tiny_config(steps=2, dtype=dtype))
     assert run_ranks(spec, 1) == [0]
     path = checkpoint.latest_checkpoint(spec.checkpoint_dir)
-    sae = sae_lens.SAE.load_from_disk(str(path))
-    weights = checkpoint.load_checkpoint(path).weights  # type: ignore[arg-type]
-    assert torch.equal(sae.W_dec.detach(), weights["W_dec"])
+    assert path is not None
+    result = subprocess.run(
+        [str(sae_lens_python()), "-c", SAE_LENS_LOAD, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "loaded StandardSAE 16 64" in result.stdout
 
 
 def _tensors(step: int) -> dict[str, torch.Tensor]:

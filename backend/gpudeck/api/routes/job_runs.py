@@ -125,11 +125,17 @@ def list_checkpoints(
     """Live checkpoints, oldest first; each file downloads from its `url`."""
     return [
         CheckpointPublic(
-            step=c.step, path=c.path, size_bytes=c.size_bytes, loss=c.loss,
+            step=c.step,
+            path=c.path,
+            size_bytes=c.size_bytes,
+            loss=c.loss,
             created_at=c.created_at,
             files=[
-                CheckpointFilePublic(name=name, size_bytes=size,
-                                     url=f"/api/jobs/{job.id}/checkpoints/{c.step}/files/{name}")
+                CheckpointFilePublic(
+                    name=name,
+                    size_bytes=size,
+                    url=f"/api/jobs/{job.id}/checkpoints/{c.step}/files/{name}",
+                )
                 for name, size in checkpoints.file_sizes(settings.data_dir, c).items()
             ],
         )  # fmt: skip

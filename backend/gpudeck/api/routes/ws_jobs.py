@@ -33,7 +33,9 @@ BLOCK_MS = 1000
 TERMINAL = {s.value for s in job_state.TERMINAL}
 
 
-def _snapshot(factory: sessionmaker[Session], job_id: int, user: Any) -> tuple[dict[str, Any], bool]:
+def _snapshot(
+    factory: sessionmaker[Session], job_id: int, user: Any
+) -> tuple[dict[str, Any], bool]:
     with factory() as session:
         job = get_job(session, job_id)
         if not user.may_manage(job.owner):
@@ -93,9 +95,7 @@ async def _start_id(client: aioredis.Redis, job_id: int) -> str:
 
 
 @router.websocket("/ws/jobs/{job_id}")
-async def job_feed(
-    websocket: WebSocket, job_id: Annotated[int, Path(ge=1, le=2**63 - 1)]
-) -> None:
+async def job_feed(websocket: WebSocket, job_id: Annotated[int, Path(ge=1, le=2**63 - 1)]) -> None:
     user = current_principal(websocket)
     factory = websocket.app.state.sessionmaker
     client = async_client(str(websocket.app.state.settings.redis_url))
