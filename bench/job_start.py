@@ -28,13 +28,19 @@ import redis
 from _server import bench_server
 
 CONFIG = {
-    "d_in": 64, "d_sae": 512, "batch_size": 256, "steps": 3, "metrics_interval": 1,
+    "d_in": 64,
+    "d_sae": 512,
+    "batch_size": 256,
+    "steps": 3,
+    "metrics_interval": 1,
     "checkpoint_interval": 1000,
     "dataset": {"type": "synthetic", "num_features": 128, "num_samples": 100_000},
-}  # fmt: skip
+}
 
 
-def _wait_worker(log_path: Path, proc: subprocess.Popen[bytes], timeout_s: float = 300) -> None:
+def _wait_worker(
+    log_path: Path, proc: subprocess.Popen[bytes], timeout_s: float = 300
+) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         text = log_path.read_text(errors="replace")
@@ -46,15 +52,21 @@ def _wait_worker(log_path: Path, proc: subprocess.Popen[bytes], timeout_s: float
     raise RuntimeError("gpudeck worker did not become ready")
 
 
-def _first_step_at(client: redis.Redis, job_id: int, timeout_s: float = 120) -> float:
+def _first_step_at(
+    client: redis.Redis, job_id: int, after: float, timeout_s: float = 120
+) -> float:
+    """rank 0's timestamp on the job's step-1 metrics (events older than `after` belong to an
+    earlier database's job with the same id)."""
     stream, last = f"gpudeck:job:{job_id}:events", "0-0"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for _, entries in client.xread({stream: last}, block=1000) or []:  # type: ignore[union-attr]
             for entry_id, fields in entries:
                 last = entry_id
-                if fields["type"] == "metrics" and json.loads(fields["data"])["step"] == 1:
-                    return float(fields["ts"])
+                ts = float(fields["ts"])
+                step = json.loads(fields["data"]).get("step")
+                if fields["type"] == "metrics" and step == 1 and ts >= after:
+                    return ts
     raise RuntimeError(f"job {job_id} took no first step")
 
 
@@ -69,12 +81,16 @@ def _wait_done(http: httpx.Client, job_id: int) -> str:
 def measure_gpudeck(http: httpx.Client, client: redis.Redis, runs: int) -> list[float]:
     latencies = []
     for _ in range(runs):
-        body = {"kind": "sae", "config": CONFIG, "devices": [{"index": 0}, {"index": 1}]}
+        body = {
+            "kind": "sae",
+            "config": CONFIG,
+            "devices": [{"index": 0}, {"index": 1}],
+        }
         started = time.time()
         response = http.post("/api/jobs", json=body)
         response.raise_for_status()
         job_id = response.json()["id"]
-        latencies.append(_first_step_at(client, job_id) - started)
+        latencies.append(_first_step_at(client, job_id, started) - started)
         status = _wait_done(http, job_id)
         if status != "succeeded":
             raise RuntimeError(f"job {job_id} {status}")
@@ -93,7 +109,9 @@ def _baseline_rank(rank: int, port: int, out: str) -> None:
     torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // 2))
     dist.init_process_group("gloo", rank=rank, world_size=2)
     config = SaeConfig.model_validate(CONFIG)
-    ddp = wrap_ddp(build_model(config, torch.device("cpu")), config, torch.device("cpu"))
+    ddp = wrap_ddp(
+        build_model(config, torch.device("cpu")), config, torch.device("cpu")
+    )
     optimizer = torch.optim.Adam(ddp.parameters(), lr=config.lr)
     batch = torch.randn(config.batch_size // 2, config.d_in)
     train_step(ddp, optimizer, batch, l1_coefficient=config.l1_coefficient)
@@ -112,7 +130,9 @@ def measure_baseline(runs: int) -> list[float]:
     for _ in range(runs):
         out = tempfile.mktemp(prefix="gpudeck-bench-")
         started = time.time()
-        tmp.spawn(_baseline_rank, args=(free_port(), out), nprocs=2, start_method="spawn")
+        tmp.spawn(
+            _baseline_rank, args=(free_port(), out), nprocs=2, start_method="spawn"
+        )
         latencies.append(float(Path(out).read_text()) - started)
         os.unlink(out)
     return latencies
@@ -126,17 +146,29 @@ def main() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="gpudeck-bench-data-"))
     extra = {"GPUDECK_DATA_DIR": str(data_dir), "GPUDECK_AUTH": "on"}
     with bench_server(devices="4x80GiB", extra_env=extra) as server:
-        env = {**os.environ, **extra, "GPUDECK_DATABASE_URL": server.database_url,
-               "GPUDECK_REDIS_URL": server.redis_url, "GPUDECK_NODE_NAME": "bench",
-               "GPUDECK_LOG_LEVEL": "info"}  # fmt: skip
+        env = {
+            **os.environ,
+            **extra,
+            "GPUDECK_DATABASE_URL": server.database_url,
+            "GPUDECK_REDIS_URL": server.redis_url,
+            "GPUDECK_NODE_NAME": "bench",
+            "GPUDECK_LOG_LEVEL": "info",
+        }
         log_path = data_dir / "worker.log"
         with log_path.open("wb") as out:
-            worker = subprocess.Popen([sys.executable, "-m", "gpudeck", "worker"], env=env,
-                                      stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "gpudeck", "worker"],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         try:
             _wait_worker(log_path, worker)
             client = redis.Redis.from_url(server.redis_url, decode_responses=True)
-            with httpx.Client(base_url=server.url, headers=server.headers, timeout=60) as http:
+            with httpx.Client(
+                base_url=server.url, headers=server.headers, timeout=60
+            ) as http:
                 ours = measure_gpudeck(http, client, args.runs)
         finally:
             os.killpg(worker.pid, signal.SIGTERM)
@@ -148,12 +180,16 @@ def main() -> None:
 def _report(ours: list[float], baseline: list[float]) -> None:
     ours_median, base_median = statistics.median(ours), statistics.median(baseline)
     print(f"cores: {len(os.sched_getaffinity(0))}")
-    print(f"gpudeck  POST /api/jobs -> first optimizer step, 2 gloo ranks: "
-          f"median {ours_median:.3f} s over {len(ours)} runs "
-          f"(min {min(ours):.3f}, max {max(ours):.3f})")  # fmt: skip
-    print(f"baseline cold torch.multiprocessing.spawn -> first optimizer step: "
-          f"median {base_median:.3f} s over {len(baseline)} runs "
-          f"(min {min(baseline):.3f}, max {max(baseline):.3f})")  # fmt: skip
+    print(
+        f"gpudeck  POST /api/jobs -> first optimizer step, 2 gloo ranks: "
+        f"median {ours_median:.3f} s over {len(ours)} runs "
+        f"(min {min(ours):.3f}, max {max(ours):.3f})"
+    )
+    print(
+        f"baseline cold torch.multiprocessing.spawn -> first optimizer step: "
+        f"median {base_median:.3f} s over {len(baseline)} runs "
+        f"(min {min(baseline):.3f}, max {max(baseline):.3f})"
+    )
     print(f"speed-up: {base_median / ours_median:.1f}x (goal: <= 1 s and >= 5x)")
     print(json.dumps({"gpudeck_s": ours, "baseline_s": baseline}))
 

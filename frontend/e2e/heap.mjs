@@ -2,15 +2,28 @@
 // Opens the dashboard in Chromium against `gpudeck run` (GPUDECK_SIMULATED_DEVICES=16x80GiB),
 // then every interval forces a GC (CDP HeapProfiler.collectGarbage) and reads the used heap
 // (CDP Performance.getMetrics JSHeapUsedSize).
-//   node e2e/heap.mjs [duration_s=600] [interval_s=30]
-// Prints start/end/max heap after GC and exits non-zero when the end exceeds the start by more
-// than max(2 MiB, 10 %) or samples stopped arriving.
+//   node e2e/heap.mjs [duration_s=600] [interval_s=30] [warmup_s=60]
+// Prints start/end/max heap after GC, and the trend after warm-up (least squares, KiB/min); exits
+// non-zero when the end exceeds the post-warm-up baseline by more than max(2 MiB, 10 %), or
+// samples stopped arriving.
 import { launchBrowser, sleep, startServer, waitFor } from "./lib.mjs";
 
 const durationS = Number(process.argv[2] ?? process.env.HEAP_DURATION_S ?? 600);
 const intervalS = Number(process.argv[3] ?? process.env.HEAP_INTERVAL_S ?? 30);
+const warmupS = Number(process.argv[4] ?? process.env.HEAP_WARMUP_S ?? 60);
 const MiB = 1024 * 1024;
 const mib = (bytes) => `${(bytes / MiB).toFixed(2)} MiB`;
+
+/** Least-squares slope of used heap over time, in bytes per second. */
+function slope(samples) {
+  const n = samples.length;
+  if (n < 2) return 0;
+  const mt = samples.reduce((s, p) => s + p.t, 0) / n;
+  const mu = samples.reduce((s, p) => s + p.used, 0) / n;
+  const num = samples.reduce((s, p) => s + (p.t - mt) * (p.used - mu), 0);
+  const den = samples.reduce((s, p) => s + (p.t - mt) ** 2, 0);
+  return den > 0 ? num / den : 0;
+}
 
 async function heapAfterGc(cdp) {
   await cdp.send("HeapProfiler.collectGarbage");
@@ -46,11 +59,15 @@ async function main() {
     const pointsEnd = (await page.$$eval('[data-testid="sparkline"] .chart-host', (els) => els.map((e) => Number(e.dataset.points)))).reduce((a, b) => a + b, 0);
     const first = samples[0];
     const last = samples[samples.length - 1];
+    const settled = samples.filter((s) => s.t >= Math.min(warmupS, durationS / 2));
+    const baseline = settled[0] ?? first;
     const max = Math.max(...samples.map((s) => s.used));
-    const growth = last.used - first.used;
-    const allowed = Math.max(2 * MiB, 0.1 * first.used);
+    const growth = last.used - baseline.used;
+    const allowed = Math.max(2 * MiB, 0.1 * baseline.used);
+    const trend = (slope(settled) * 60) / 1024;
     const live = pointsEnd > points;
-    console.log(`heap: start ${mib(first.used)}, end ${mib(last.used)}, max ${mib(max)}, growth ${mib(growth)} (allowed ${mib(allowed)})`);
+    console.log(`heap: start ${mib(first.used)}, after ${baseline.t.toFixed(0)} s warm-up ${mib(baseline.used)}, end ${mib(last.used)}, max ${mib(max)}`);
+    console.log(`heap: growth after warm-up ${mib(growth)} (allowed ${mib(allowed)}), trend ${trend.toFixed(1)} KiB/min`);
     console.log(`heap: chart points across the board ${points} -> ${pointsEnd} (${live ? "still updating" : "NOT updating"})`);
     const ok = growth <= allowed && live;
     console.log(`heap: ${ok ? "ok" : "FAILED"}`);

@@ -45,7 +45,7 @@ class DeviceSample(DeviceReadings):
     uuid: str
     index: int
     name: str
-    memory_total_bytes: int | None = None
+    memory_total_bytes: int
 
 
 class NodeSample(BaseModel):

@@ -15,6 +15,9 @@ from sqlalchemy.orm import Session
 
 from gpudeck.models import Checkpoint, Job, JobMetric
 
+# XREAD's answer (decode_responses=True): [(stream, [(entry id, fields)])], or None.
+StreamReply = list[tuple[str, list[tuple[str, dict[str, str]]]]] | None
+
 
 def job_stream(job_id: int) -> str:
     """The Redis stream a job's ranks publish to and the worker adds status changes to."""

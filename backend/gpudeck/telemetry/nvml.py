@@ -126,7 +126,9 @@ class NvmlProvider:
                 dev.processes_read_at = now
         except GpuLost:
             dev.lost = True
-            log.error("GPU %d (%s) is lost; it reports nothing until NVML is reset", dev.index, dev.uuid)
+            log.error(
+                "GPU %d (%s) is lost; it reports nothing until NVML is reset", dev.index, dev.uuid
+            )
             return DeviceSample(**base, memory_total_bytes=dev.memory_total_bytes, lost=True)
         return DeviceSample(
             **base, **readings, processes=classify(dev.raw_processes, context.managed_pids)
@@ -143,7 +145,7 @@ class NvmlProvider:
         limit_mw = self._query(dev, "power_limit", pynvml.nvmlDeviceGetEnforcedPowerLimit, h)
         sm = self._query(dev, "sm_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM)
         return {
-            "memory_total_bytes": total,
+            "memory_total_bytes": dev.memory_total_bytes if total is None else total,
             "memory_used_bytes": used,
             "memory_free_bytes": free,
             "utilization_gpu_pct": None if util is None else int(util.gpu),

@@ -102,7 +102,7 @@ class Sampler:
                 uuid=d.uuid,
                 index=d.index,
                 name=d.name,
-                memory_total_bytes=d.memory_total_bytes or known[d.uuid].memory_total_bytes,
+                memory_total_bytes=d.memory_total_bytes,
                 external_processes=[
                     {"pid": p.pid, "used_memory_bytes": p.used_memory_bytes}  # type: ignore[dict-item]
                     for p in d.processes

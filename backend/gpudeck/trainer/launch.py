@@ -19,6 +19,7 @@ This module imports no torch at module level: the worker process stays light and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import multiprocessing as mp
@@ -46,6 +47,7 @@ PRELOAD = (
     "torch._inductor",
     "gpudeck.trainer.rank",
     "gpudeck.trainer.launch",
+    "gpudeck.trainer.forkserver_init",  # last: its own process group, kinds resolved
 )
 JOIN_GROUP_TIMEOUT_S = 30.0
 WARM_TIMEOUT_S = 300.0
@@ -65,9 +67,17 @@ def threads_per_rank(world_size: int, cpus: int | None = None) -> int:
     return max(1, available // max(1, world_size))
 
 
-def rank_environment(*, rank: int, world_size: int, master_addr: str, master_port: int,
-                     device_type: DeviceType, device_index: int | None, num_threads: int,
-                     run_id: str) -> dict[str, str]:  # fmt: skip
+def rank_environment(
+    *,
+    rank: int,
+    world_size: int,
+    master_addr: str,
+    master_port: int,
+    device_type: DeviceType,
+    device_index: int | None,
+    num_threads: int,
+    run_id: str,
+) -> dict[str, str]:
     """torchrun's variables for one rank on a single node, plus the device it may see."""
     env = {
         "RANK": str(rank),
@@ -141,16 +151,12 @@ class RankGroup:
 
     def signal(self, sig: signal.Signals) -> None:
         """Signal the whole group, and each rank by pid (one may not have joined it yet)."""
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
         for rank, proc in enumerate(self.processes):
             if rank not in self.poll() and proc.pid is not None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(proc.pid, sig)
-                except ProcessLookupError:
-                    pass
 
     def request_stop(self) -> None:
         """SIGTERM: each rank finishes its step, rank 0 writes a final checkpoint, they exit."""
@@ -171,10 +177,8 @@ class RankGroup:
         for proc in self.processes:
             proc.join(timeout=30)
         # Anything that left the group's ranks' parentage but kept the group (a rank's child).
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         return self.poll()
 
     def close(self) -> None:
@@ -228,18 +232,22 @@ def _redirect_output(log_path: Path) -> None:
 
 def _watch_lifeline(lifeline: Connection) -> None:
     def watch() -> None:
-        try:
+        with contextlib.suppress(EOFError, OSError):
             lifeline.recv_bytes()
-        except (EOFError, OSError):
-            pass
         # The worker is gone (or hung up on us): take the whole job down with it.
         os.killpg(os.getpgrp(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="gpudeck-lifeline", daemon=True).start()
 
 
-def _rank_entry(rank: int, pgid: int, env: dict[str, str], spec: dict[str, Any],
-                lifeline: Connection, log_path: str) -> None:  # fmt: skip
+def _rank_entry(
+    rank: int,
+    pgid: int,
+    env: dict[str, str],
+    spec: dict[str, Any],
+    lifeline: Connection,
+    log_path: str,
+) -> None:
     _join_group(rank, pgid or os.getpid())
     _redirect_output(Path(log_path))
     os.environ.update(env)
@@ -336,10 +344,15 @@ class Launcher:
         try:
             for rank, index in enumerate(request.device_indices):
                 env = rank_environment(
-                    rank=rank, world_size=request.world_size, master_addr=request.master_addr,
-                    master_port=port, device_type=request.device_type, device_index=index,
-                    num_threads=threads, run_id=f"gpudeck-{request.job_id}",
-                )  # fmt: skip
+                    rank=rank,
+                    world_size=request.world_size,
+                    master_addr=request.master_addr,
+                    master_port=port,
+                    device_type=request.device_type,
+                    device_index=index,
+                    num_threads=threads,
+                    run_id=f"gpudeck-{request.job_id}",
+                )
                 proc = ctx.Process(
                     target=_rank_entry,
                     args=(rank, group.pgid, env, spec, reader, str(run_dir / f"rank{rank}.log")),

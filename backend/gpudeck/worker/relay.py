@@ -11,7 +11,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import redis
 from sqlalchemy.orm import Session, sessionmaker
@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from gpudeck.core.db import transaction
 from gpudeck.services import job_events
 from gpudeck.services.checkpoints import is_complete
-from gpudeck.services.job_events import CheckpointRecord, job_stream
+from gpudeck.services.job_events import CheckpointRecord, StreamReply, job_stream
 from gpudeck.worker.events import publish
 
 log = logging.getLogger(__name__)
@@ -53,8 +53,15 @@ class _Pending:
 
 
 class EventRelay:
-    def __init__(self, job_id: int, client: redis.Redis, factory: sessionmaker[Session],
-                 data_dir: Path, run_dir: Path, world_size: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        job_id: int,
+        client: redis.Redis,
+        factory: sessionmaker[Session],
+        data_dir: Path,
+        run_dir: Path,
+        world_size: int,
+    ) -> None:
         self.job_id = job_id
         self.client = client
         self.factory = factory
@@ -70,15 +77,20 @@ class EventRelay:
     def pump(self, block_ms: int = 0) -> int:
         """Read what is new on the stream (waiting up to block_ms); returns how many events."""
         try:
-            reply = self.client.xread(
-                {job_stream(self.job_id): self._last_id}, count=READ_COUNT, block=block_ms or None
+            reply = cast(
+                StreamReply,
+                self.client.xread(
+                    {job_stream(self.job_id): self._last_id},
+                    count=READ_COUNT,
+                    block=block_ms or None,
+                ),
             )
         except redis.RedisError:
             log.warning("job %s: cannot read its event stream", self.job_id, exc_info=True)
             time.sleep(block_ms / 1000)
             return 0
         count = 0
-        for _, entries in reply or []:  # type: ignore[union-attr]
+        for _, entries in reply or []:
             for entry_id, fields in entries:
                 self._last_id = entry_id
                 self._handle(fields)
@@ -102,9 +114,12 @@ class EventRelay:
         with transaction(self.factory) as session:
             job_events.record_metrics(session, self.job_id, pending.metrics)
             job_events.record_progress(
-                session, self.job_id, step=pending.step, total=pending.total,
+                session,
+                self.job_id,
+                step=pending.step,
+                total=pending.total,
                 peak_memory_bytes=pending.peak_memory_bytes,
-            )  # fmt: skip
+            )
             for record in pending.checkpoints:
                 job_events.record_checkpoint(session, self.job_id, record)
             if pending.checkpoints:
@@ -133,8 +148,14 @@ class EventRelay:
             if record is not None:
                 pending.checkpoints.append(record)
         elif kind == "error":
-            self.errors.append(RankError(int(fields.get("rank", "0")), float(fields.get("ts", 0)),
-                                         str(data.get("message", "")), str(data.get("traceback", ""))))  # fmt: skip
+            self.errors.append(
+                RankError(
+                    int(fields.get("rank", "0")),
+                    float(fields.get("ts", 0)),
+                    str(data.get("message", "")),
+                    str(data.get("traceback", "")),
+                )
+            )
 
     def _checkpoint(self, step: int, path: str) -> CheckpointRecord | None:
         directory = Path(path).resolve()
@@ -169,8 +190,12 @@ class EventRelay:
             self._log_offsets[rank] = offset + len(complete)
             lines = complete.decode(errors="replace").splitlines()
             for line in lines[-LOG_LINES_PER_PASS:]:
-                publish(self.client, self.job_id, "log",
-                        {"message": line, "rank": rank, "source": "output"})  # fmt: skip
+                publish(
+                    self.client,
+                    self.job_id,
+                    "log",
+                    {"message": line, "rank": rank, "source": "output"},
+                )
 
 
 def _number(value: object) -> bool:

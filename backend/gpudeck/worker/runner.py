@@ -20,7 +20,7 @@ from gpudeck.models import JobStatus
 from gpudeck.services import checkpoints, runs
 from gpudeck.services.job_events import job_stream
 from gpudeck.services.runs import LaunchPlan
-from gpudeck.trainer.launch import LaunchRequest, RankGroup
+from gpudeck.trainer.launch import DeviceType, LaunchRequest, RankGroup
 from gpudeck.worker.events import expire_stream, publish_status
 from gpudeck.worker.relay import EventRelay
 
@@ -66,13 +66,20 @@ class JobRunner:
         if plan is None:
             log.info("job %s is not queued on this node; nothing to do", self.job_id)
             return
+        # A stream left under this id (a database reset, Redis kept) must not feed this run.
+        self.runtime.redis.delete(job_stream(self.job_id))
         self._status(JobStatus.starting)
         handle = self.runtime.track(self.job_id)
         group: RankGroup | None = None
         try:
             group = self.runtime.launcher.launch(self._request(plan))
-            log.info("job %s: %d ranks in group %d (%s start)", self.job_id, plan.world_size,
-                     group.pgid, "warm" if group.warm else "cold")  # fmt: skip
+            log.info(
+                "job %s: %d ranks in group %d (%s start)",
+                self.job_id,
+                plan.world_size,
+                group.pgid,
+                "warm" if group.warm else "cold",
+            )
             with transaction(self.runtime.sessionmaker) as session:
                 running = runs.mark_running(session, self.job_id)
             if running:
@@ -110,12 +117,18 @@ class JobRunner:
             "events_stream": job_stream(plan.job_id),
             "keep_checkpoints": self.settings.keep_checkpoints,
         }
-        device_type = "cuda" if plan.device_source == "nvml" else "cpu"
+        device_type: DeviceType = "cuda" if plan.device_source == "nvml" else "cpu"
         return LaunchRequest(plan.job_id, self.run_dir, spec, device_type, plan.device_indices)
 
     def _supervise(self, group: RankGroup, handle: JobHandle, world_size: int) -> Outcome | None:
-        relay = EventRelay(self.job_id, self.runtime.redis, self.runtime.sessionmaker,
-                           self.settings.data_dir, self.run_dir, world_size)  # fmt: skip
+        relay = EventRelay(
+            self.job_id,
+            self.runtime.redis,
+            self.runtime.sessionmaker,
+            self.settings.data_dir,
+            self.run_dir,
+            world_size,
+        )
         stop_deadline: float | None = None
         failed_first: int | None = None
         while not group.done:
@@ -126,8 +139,11 @@ class JobRunner:
                 relay.drain()
                 return None  # reaped or finished elsewhere: the job is no longer ours
             if stop_deadline is None and (handle.cancel.is_set() or self.runtime.stopping.is_set()):
-                log.info("job %s: stopping (final checkpoint, %.0f s grace)", self.job_id,
-                         self.settings.cancel_grace_s)  # fmt: skip
+                log.info(
+                    "job %s: stopping (final checkpoint, %.0f s grace)",
+                    self.job_id,
+                    self.settings.cancel_grace_s,
+                )
                 group.request_stop()
                 stop_deadline = time.monotonic() + self.settings.cancel_grace_s
             if stop_deadline is not None and time.monotonic() > stop_deadline:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from gpudeck.core.config import Settings
 from gpudeck.core.db import make_engine, make_sessionmaker, transaction
@@ -123,10 +124,10 @@ class WorkerRuntime:
     def _reaper_loop(self) -> None:
         self._every(max(1.0, self.settings.heartbeat_interval_s), self.reap_once)
 
-    def _every(self, interval_s: float, action: object) -> None:
+    def _every(self, interval_s: float, action: Callable[[], object]) -> None:
         while not self._closed.wait(interval_s):
             try:
-                action()  # type: ignore[operator]
+                action()
             except Exception:
                 log.exception(
                     "%s failed; retrying next interval", getattr(action, "__name__", action)

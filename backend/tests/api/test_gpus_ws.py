@@ -37,7 +37,9 @@ def serve(settings: Settings) -> Iterator[tuple[str, FastAPI]]:
     port = free_port()
     app = create_app(settings.model_copy(update={"port": port}))
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio")
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio"
+        )
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -122,7 +124,7 @@ def test_a_client_that_stops_reading_costs_a_bounded_amount_of_server_memory(
             wait_for(lambda: max(s.dropped for s in hub.subscriptions) >= frames // 2)
             assert all(s.queue.qsize() <= QUEUE_SIZE for s in hub.subscriptions)
             assert max(write_buffers()) < 2 * len(pad) + 256 * 1024
-            seqs = []  # a client that reads again gets the newest frames, in order
+            seqs: list[int] = []  # a client that reads again gets the newest frames, in order
             while not seqs or seqs[-1] != frames - 1:
                 seqs.append(receive_raw(fast)["samples"][0]["seq"])
             assert seqs == sorted(seqs)
@@ -147,12 +149,21 @@ def stalled_client(base: str, token: str) -> socket.socket:
 
 
 def receive_raw(ws: Any) -> dict[str, Any]:
-    return json.loads(ws.recv(timeout=10))  # type: ignore[no-any-return]
+    message: dict[str, Any] = json.loads(ws.recv(timeout=10))
+    return message
 
 
 def write_buffers() -> list[int]:
-    protocols = [o for o in gc.get_objects() if isinstance(o, WebSocketsSansIOProtocol)]
-    return [p.transport.get_write_buffer_size() for p in protocols if p.transport] or [0]
+    """Bytes waiting in each live WebSocket transport of this process (the server's side)."""
+    sizes = [0]
+    for o in gc.get_objects():
+        if isinstance(o, WebSocketsSansIOProtocol):
+            try:
+                if not o.transport.is_closing():
+                    sizes.append(o.transport.get_write_buffer_size())
+            except (AttributeError, ReferenceError):
+                continue  # a transport of an earlier, closed connection
+    return sizes
 
 
 def wait_for(condition: Any, timeout_s: float = 20) -> None:

@@ -40,9 +40,12 @@ def start_worker(
         with log_path.open("wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "gpudeck", "worker", "--concurrency", "4"],
-                cwd=BACKEND, env=worker_env(e2e_settings, **overrides),
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+                cwd=BACKEND,
+                env=worker_env(e2e_settings, **overrides),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         worker = WorkerProcess(proc, log_path)
         started.append(worker)
         worker.wait_ready()

@@ -21,11 +21,20 @@ from gpudeck.trainer.launch import group_alive
 
 TERMINAL = {"succeeded", "failed", "cancelled", "lost"}
 SAE_CONFIG: dict[str, Any] = {
-    "d_in": 16, "d_sae": 64, "batch_size": 64, "steps": 40, "metrics_interval": 5,
-    "checkpoint_interval": 10, "seed": 1,
-    "dataset": {"type": "synthetic", "num_features": 32, "active_features": 3,
-                "num_samples": 100_000},
-}  # fmt: skip
+    "d_in": 16,
+    "d_sae": 64,
+    "batch_size": 64,
+    "steps": 40,
+    "metrics_interval": 5,
+    "checkpoint_interval": 10,
+    "seed": 1,
+    "dataset": {
+        "type": "synthetic",
+        "num_features": 32,
+        "active_features": 3,
+        "num_samples": 100_000,
+    },
+}
 
 
 def submit(api: TestClient, kind: str, config: dict[str, Any], devices: list[int]) -> int:

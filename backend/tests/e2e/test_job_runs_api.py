@@ -4,6 +4,7 @@ and a worker stopped with SIGTERM (its jobs end cancelled after a final checkpoi
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -17,11 +18,20 @@ from gpudeck.core.config import Settings
 
 TERMINAL = {"succeeded", "failed", "cancelled", "lost"}
 SAE_CONFIG: dict[str, Any] = {
-    "d_in": 16, "d_sae": 64, "batch_size": 64, "steps": 30, "metrics_interval": 5,
-    "checkpoint_interval": 10, "seed": 2,
-    "dataset": {"type": "synthetic", "num_features": 32, "active_features": 3,
-                "num_samples": 100_000},
-}  # fmt: skip
+    "d_in": 16,
+    "d_sae": 64,
+    "batch_size": 64,
+    "steps": 30,
+    "metrics_interval": 5,
+    "checkpoint_interval": 10,
+    "seed": 2,
+    "dataset": {
+        "type": "synthetic",
+        "num_features": 32,
+        "active_features": 3,
+        "num_samples": 100_000,
+    },
+}
 
 
 def submit(api: TestClient, config: dict[str, Any], devices: list[int]) -> int:
@@ -96,14 +106,19 @@ def test_sigterm_stops_the_worker_after_final_checkpoints(
     wait_status(api, job_id, {"running"})
     while api.get(f"/api/jobs/{job_id}").json()["progress"]["step"] < 5:
         time.sleep(0.1)
-    worker.proc.send_signal(signal.SIGTERM)
+    os.killpg(worker.proc.pid, signal.SIGTERM)  # as `gpudeck run` stops its parts
     assert worker.proc.wait(60) == 0
     job = api.get(f"/api/jobs/{job_id}").json()
     assert job["status"] == "cancelled", job
     assert "shut down" in (job["error"] or "")
     step = api.get(f"/api/jobs/{job_id}/checkpoints").json()[-1]["step"]
     state = json.loads(
-        (e2e_settings.data_dir / "checkpoints" / str(job_id) / f"step_{step}" /
-         "trainer_state.json").read_text()
-    )  # fmt: skip
+        (
+            e2e_settings.data_dir
+            / "checkpoints"
+            / str(job_id)
+            / f"step_{step}"
+            / "trainer_state.json"
+        ).read_text()
+    )
     assert state["step"] == step >= 5

@@ -56,8 +56,10 @@ def test_reaper_marks_stale_jobs_lost_once(
 ) -> None:
     stale = make_job(db, devices=[0], status=JobStatus.running)
     fresh = make_job(db, devices=[1], status=JobStatus.running)
-    db.execute(text("UPDATE jobs SET heartbeat_at = now() - interval '1 minute' WHERE id = :i"),
-               {"i": stale.id})  # fmt: skip
+    db.execute(
+        text("UPDATE jobs SET heartbeat_at = now() - interval '1 minute' WHERE id = :i"),
+        {"i": stale.id},
+    )
     db.execute(text("UPDATE jobs SET heartbeat_at = now() WHERE id = :i"), {"i": fresh.id})
     db.commit()
     with session_factory() as first, session_factory() as second:

@@ -201,7 +201,7 @@ class FakeNvmlLib:
 
 
 def installer(monkeypatch: Any) -> InstallNvml:
-    """`install(gpus, **kwargs)` puts a FakeNvmlLib under the real pynvml (undone after the test)."""
+    """`install(gpus, **kwargs)` puts a FakeNvmlLib under the real pynvml (undone after tests)."""
 
     def install(gpus: list[FakeGpu], **kwargs: Any) -> FakeNvmlLib:
         lib = FakeNvmlLib(gpus, **kwargs)

@@ -32,7 +32,10 @@ def test_snapshot_holds_the_asked_history_and_live_messages_reach_every_client()
         _, fast = hub.subscribe(10)
         _, slow = hub.subscribe(10)
         hub.publish(100_000, '{"t":100}')
-        assert json.loads(fast.queue.get_nowait()) == {"type": "sample", "samples": [{"t": 100}]}
+        assert json.loads(fast.queue.get_nowait() or "") == {
+            "type": "sample",
+            "samples": [{"t": 100}],
+        }
         for t in range(101, 110):
             hub.publish(t * 1000, json.dumps({"t": t}))
         assert slow.queue.qsize() == 2 and hub.dropped_total == 8 + 7

@@ -56,7 +56,12 @@ def test_one_snapshot_reads_every_field_in_its_unit(fake_nvml: InstallNvml) -> N
     assert a.power_limit_watts == pytest.approx(700.0)
     assert a.sm_clock_mhz == 1980
     ours, theirs = a.processes
-    assert (ours.pid, ours.used_memory_bytes, ours.managed, ours.job_id) == (os.getpid(), 20 * GIB, True, 7)
+    assert (ours.pid, ours.used_memory_bytes, ours.managed, ours.job_id) == (
+        os.getpid(),
+        20 * GIB,
+        True,
+        7,
+    )
     assert (theirs.pid, theirs.managed, theirs.job_id) == (NOT_A_PID, False, None)
     assert b.index == 1 and b.memory_total_bytes == 40 * GIB and b.processes == []
     assert [d.uuid for d in provider.inventory()] == ["GPU-aaaa", "GPU-bbbb"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 import redis
@@ -13,7 +14,7 @@ from telemetry.fake_nvml import GIB, FakeGpu, InstallNvml
 
 from gpudeck.core.config import SimulatedDeviceSpec
 from gpudeck.models import Device, JobStatus
-from gpudeck.schemas.telemetry import NodeSample
+from gpudeck.schemas.telemetry import DeviceSample, NodeSample
 from gpudeck.services.inventory import DeviceInfo
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.nvml import NvmlProvider
@@ -24,9 +25,7 @@ from gpudeck.telemetry.simulated import SimulatedProvider
 EXTERNAL_PID = 2**22 + 99
 
 
-def simulated_sampler(
-    r: redis.Redis, sessions: sessionmaker[Session], **kwargs: float
-) -> Sampler:
+def simulated_sampler(r: redis.Redis, sessions: sessionmaker[Session], **kwargs: float) -> Sampler:
     provider = SimulatedProvider(SimulatedDeviceSpec.parse("8x80GiB"), TEST_NODE)
     return Sampler(provider, node=TEST_NODE, redis_client=r, sessions=sessions, **kwargs)  # type: ignore[arg-type]
 
@@ -38,7 +37,8 @@ def test_a_tick_publishes_one_snapshot_and_registers_the_devices(
     assert sample.source == "simulated" and len(sample.devices) == 8
     assert db.scalar(select(Device).where(Device.index == 7)) is not None  # inventory upserted
 
-    ((_, fields),) = redis_client.xrange(stream.stream_key(TEST_NODE))
+    entries: Any = redis_client.xrange(stream.stream_key(TEST_NODE))
+    ((_, fields),) = entries
     assert NodeSample.model_validate_json(fields[stream.STREAM_FIELD]) == sample
     assert redis_client.smembers(stream.NODES_KEY) == {TEST_NODE}
     health = redis_client.hgetall(stream.health_key(TEST_NODE))
@@ -90,9 +90,7 @@ def test_processes_gpudeck_did_not_start_mark_the_device_externally_busy(
     assert sample.source == "nvml"
     rows = {d.uuid: d for d in db.scalars(select(Device))}
     assert rows["GPU-0"].external_processes == []
-    assert rows["GPU-1"].external_processes == [
-        {"pid": EXTERNAL_PID, "used_memory_bytes": 3 * GIB}
-    ]
+    assert rows["GPU-1"].external_processes == [{"pid": EXTERNAL_PID, "used_memory_bytes": 3 * GIB}]
     assert rows["GPU-1"].source == "nvml" and rows["GPU-1"].memory_total_bytes == 80 * GIB
 
 
@@ -103,7 +101,7 @@ class Failing:
     def inventory(self) -> list[DeviceInfo]:
         return []
 
-    def read(self, context: SampleContext) -> list:  # type: ignore[type-arg]
+    def read(self, context: SampleContext) -> list[DeviceSample]:
         raise RuntimeError("driver hiccup")
 
     def close(self) -> None:

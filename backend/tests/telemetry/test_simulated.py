@@ -39,9 +39,7 @@ def test_memory_and_utilization_follow_the_jobs_placed() -> None:
 
 
 def test_readings_are_deterministic_per_tick() -> None:
-    ctx = SampleContext(
-        placements={simulated_uuid("n1", 0): Placement(1, 0, "running", 8 * GIB)}
-    )
+    ctx = SampleContext(placements={simulated_uuid("n1", 0): Placement(1, 0, "running", 8 * GIB)})
     assert provider(1000.2).read(ctx) == provider(1000.7).read(ctx)  # same tick
     assert [d.uuid for d in provider().read(ctx)] == [simulated_uuid("n1", i) for i in range(4)]
 
@@ -52,12 +50,10 @@ def test_readings_are_deterministic_per_tick() -> None:
     now=st.floats(min_value=0, max_value=1e10, allow_nan=False),
 )
 def test_readings_stay_physical(estimate: int | None, status: str, now: float) -> None:
-    ctx = SampleContext(
-        placements={simulated_uuid("n1", 0): Placement(1, 0, status, estimate)}
-    )
+    ctx = SampleContext(placements={simulated_uuid("n1", 0): Placement(1, 0, status, estimate)})
     for d in provider(now).read(ctx):
         assert d.memory_used_bytes is not None and d.memory_free_bytes is not None
-        assert 0 <= d.memory_used_bytes <= d.memory_total_bytes  # type: ignore[operator]
+        assert 0 <= d.memory_used_bytes <= d.memory_total_bytes
         assert d.memory_used_bytes + d.memory_free_bytes == d.memory_total_bytes
         assert 0 <= (d.utilization_gpu_pct or 0) <= 100
         assert d.power_watts is not None and 0 < d.power_watts <= (d.power_limit_watts or 0)

@@ -12,8 +12,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpudeck.trainer.kinds import JobKind
 
-RECORDED = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-            "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS")  # fmt: skip
+RECORDED = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "OMP_NUM_THREADS",
+)
 
 
 class EnvDumpConfig(BaseModel):
@@ -27,9 +36,13 @@ def train(ctx: Any, config: EnvDumpConfig) -> None:
     import torch.distributed as dist
 
     record = {name: os.environ.get(name) for name in RECORDED}
-    record.update(pgid=os.getpgrp(), pid=os.getpid(), threads=torch.get_num_threads(),
-                  cuda_initialized=torch.cuda.is_initialized(),
-                  backend=dist.get_backend())  # fmt: skip
+    record.update(
+        pgid=os.getpgrp(),
+        pid=os.getpid(),
+        threads=torch.get_num_threads(),
+        cuda_initialized=torch.cuda.is_initialized(),
+        backend=dist.get_backend(),
+    )
     (ctx.run_dir / f"env_rank{ctx.rank}.json").write_text(json.dumps(record))
     print(f"rank {ctx.rank} says hello", flush=True)
     deadline = time.monotonic() + config.sleep_s

@@ -31,14 +31,30 @@ HERE = Path(__file__).resolve().parent
 
 
 def test_rank_environment_is_torchruns() -> None:
-    env = rank_environment(rank=1, world_size=2, master_addr="127.0.0.1", master_port=29511,
-                           device_type="cuda", device_index=3, num_threads=4, run_id="r")  # fmt: skip
+    env = rank_environment(
+        rank=1,
+        world_size=2,
+        master_addr="127.0.0.1",
+        master_port=29511,
+        device_type="cuda",
+        device_index=3,
+        num_threads=4,
+        run_id="r",
+    )
     assert env["RANK"] == env["LOCAL_RANK"] == "1"
     assert env["WORLD_SIZE"] == env["LOCAL_WORLD_SIZE"] == "2"
     assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == ("127.0.0.1", "29511")
     assert env["CUDA_VISIBLE_DEVICES"] == "3" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
-    cpu = rank_environment(rank=0, world_size=1, master_addr="127.0.0.1", master_port=1,
-                           device_type="cpu", device_index=0, num_threads=1, run_id="r")  # fmt: skip
+    cpu = rank_environment(
+        rank=0,
+        world_size=1,
+        master_addr="127.0.0.1",
+        master_port=1,
+        device_type="cpu",
+        device_index=0,
+        num_threads=1,
+        run_id="r",
+    )
     assert cpu["CUDA_VISIBLE_DEVICES"] == ""  # simulated devices never see a real GPU
 
 
@@ -59,9 +75,14 @@ def launcher() -> Iterator[Launcher]:
 
 
 def request(tmp_path: Path, job_id: int, config: dict[str, Any], world: int = 2) -> LaunchRequest:
-    spec = {"job_id": job_id, "kind": "envdump", "config": config,
-            "run_dir": str(tmp_path / "run"), "data_dir": str(tmp_path),
-            "checkpoint_dir": str(tmp_path / "ckpt")}  # fmt: skip
+    spec = {
+        "job_id": job_id,
+        "kind": "envdump",
+        "config": config,
+        "run_dir": str(tmp_path / "run"),
+        "data_dir": str(tmp_path),
+        "checkpoint_dir": str(tmp_path / "ckpt"),
+    }
     return LaunchRequest(job_id, tmp_path / "run", spec, "cpu", list(range(world)))
 
 
@@ -132,8 +153,9 @@ if __name__ == "__main__":
 def test_ranks_die_with_their_worker(tmp_path: Path) -> None:
     script = LAUNCH_AND_WAIT.format(here=str(HERE), tmp=str(tmp_path))
     env = {**os.environ, "GPUDECK_KIND_MODULES": "launch_kinds"}
-    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=env,
-                             start_new_session=True)  # fmt: skip
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, env=env, start_new_session=True
+    )
     try:
         assert owner.stdout is not None
         pgid = int(owner.stdout.readline())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, status
 from fastapi import Path as PathParam
@@ -29,7 +29,7 @@ from gpudeck.services.errors import DomainError
 from gpudeck.services.jobs import get_job
 
 router = APIRouter(prefix="/api/jobs", tags=["job runs"])
-NOT_FOUND = {404: {"model": ErrorResponse}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
 FOLLOW_POLL_S = 0.5
 MAX_TAIL_LINES = 100_000
 
@@ -38,7 +38,9 @@ MAX_TAIL_LINES = 100_000
 def get_metrics(
     job: OwnedJob,
     session: SessionDep,
-    after_step: Annotated[int | None, Query(ge=0, description="only newer points")] = None,
+    after_step: Annotated[
+        int | None, Query(ge=0, le=2**63 - 1, description="only newer points")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
 ) -> MetricsPublic:
     rows = job_events.list_metrics(session, job.id, after_step=after_step, limit=limit)
@@ -48,8 +50,13 @@ def get_metrics(
 
 def _log_path(settings_data_dir: Path, job: Job, rank: int) -> Path:
     if not 0 <= rank < job.world_size:
-        raise DomainError(f"job {job.id} has ranks 0..{job.world_size - 1}", field="rank",
-                          status_code=422, code="invalid_rank", extra={"errors": [("rank", "no such rank")]})  # fmt: skip
+        raise DomainError(
+            f"job {job.id} has ranks 0..{job.world_size - 1}",
+            field="rank",
+            status_code=422,
+            code="invalid_rank",
+            extra={"errors": [("rank", "no such rank")]},
+        )
     return settings_data_dir / "jobs" / str(job.id) / f"rank{rank}.log"
 
 
@@ -83,12 +90,14 @@ def get_logs(
     if not follow:
         return PlainTextResponse(text)
     factory = request.app.state.sessionmaker
-    return StreamingResponse(_follow(path, text, offset, job.id, factory, request),
-                             media_type="text/plain")  # fmt: skip
+    return StreamingResponse(
+        _follow(path, text, offset, job.id, factory, request), media_type="text/plain"
+    )
 
 
-async def _follow(path: Path, first: str, offset: int, job_id: int, factory: object,
-                  request: Request) -> AsyncIterator[bytes]:  # fmt: skip
+async def _follow(
+    path: Path, first: str, offset: int, job_id: int, factory: object, request: Request
+) -> AsyncIterator[bytes]:
     if first:
         yield first.encode()
     while not await request.is_disconnected():
@@ -138,7 +147,7 @@ def list_checkpoints(
                 )
                 for name, size in checkpoints.file_sizes(settings.data_dir, c).items()
             ],
-        )  # fmt: skip
+        )
         for c in checkpoints.list_checkpoints(session, job.id)
     ]
 

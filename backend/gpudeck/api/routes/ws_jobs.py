@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import redis.asyncio as aioredis
 from fastapi import APIRouter, Path, WebSocket, WebSocketDisconnect
@@ -24,6 +24,7 @@ from gpudeck.models import JobStatus
 from gpudeck.schemas.jobs import job_public
 from gpudeck.services import job_events, job_state
 from gpudeck.services.errors import DomainError
+from gpudeck.services.job_events import StreamReply
 from gpudeck.services.jobs import get_job
 
 router = APIRouter(tags=["job runs"])
@@ -39,8 +40,12 @@ def _snapshot(
     with factory() as session:
         job = get_job(session, job_id)
         if not user.may_manage(job.owner):
-            raise DomainError(f"job {job_id} belongs to {job.owner}", status_code=403,
-                              code="forbidden", field="job_id")  # fmt: skip
+            raise DomainError(
+                f"job {job_id} belongs to {job.owner}",
+                status_code=403,
+                code="forbidden",
+                field="job_id",
+            )
         rows = job_events.list_metrics(session, job_id, after_step=None, limit=100_000)
         frame = {
             "type": "snapshot",
@@ -75,7 +80,10 @@ class _Feed:
 
     async def run(self) -> None:
         while True:
-            reply = await self.client.xread({self.stream: self.last_id}, block=BLOCK_MS, count=500)
+            reply = cast(
+                StreamReply,
+                await self.client.xread({self.stream: self.last_id}, block=BLOCK_MS, count=500),
+            )
             for _, entries in reply or []:
                 for entry_id, fields in entries:
                     self.last_id = entry_id
