@@ -38,9 +38,7 @@ CONFIG = {
 }
 
 
-def _wait_worker(
-    log_path: Path, proc: subprocess.Popen[bytes], timeout_s: float = 300
-) -> None:
+def _wait_worker(log_path: Path, proc: subprocess.Popen[bytes], timeout_s: float = 300) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         text = log_path.read_text(errors="replace")
@@ -52,9 +50,7 @@ def _wait_worker(
     raise RuntimeError("gpudeck worker did not become ready")
 
 
-def _first_step_at(
-    client: redis.Redis, job_id: int, after: float, timeout_s: float = 120
-) -> float:
+def _first_step_at(client: redis.Redis, job_id: int, after: float, timeout_s: float = 120) -> float:
     """rank 0's timestamp on the job's step-1 metrics (events older than `after` belong to an
     earlier database's job with the same id)."""
     stream, last = f"gpudeck:job:{job_id}:events", "0-0"
@@ -78,7 +74,9 @@ def _wait_done(http: httpx.Client, job_id: int) -> str:
         time.sleep(0.05)
 
 
-def measure_gpudeck(http: httpx.Client, client: redis.Redis, runs: int) -> list[float]:
+def measure_gpudeck(
+    http: httpx.Client, client: redis.Redis, runs: int, data_dir: Path
+) -> list[float]:
     latencies = []
     for _ in range(runs):
         body = {
@@ -90,7 +88,13 @@ def measure_gpudeck(http: httpx.Client, client: redis.Redis, runs: int) -> list[
         response = http.post("/api/jobs", json=body)
         response.raise_for_status()
         job_id = response.json()["id"]
-        latencies.append(_first_step_at(client, job_id, started) - started)
+        first_step = _first_step_at(client, job_id, started)
+        latencies.append(first_step - started)
+        launched = json.loads((data_dir / "jobs" / str(job_id) / "launch.json").read_text())
+        print(
+            f"job {job_id}: POST -> ranks forked {launched['launched_at'] - started:.3f} s, "
+            f"-> first step {first_step - started:.3f} s (warm: {launched['warm']})"
+        )
         status = _wait_done(http, job_id)
         if status != "succeeded":
             raise RuntimeError(f"job {job_id} {status}")
@@ -109,9 +113,7 @@ def _baseline_rank(rank: int, port: int, out: str) -> None:
     torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // 2))
     dist.init_process_group("gloo", rank=rank, world_size=2)
     config = SaeConfig.model_validate(CONFIG)
-    ddp = wrap_ddp(
-        build_model(config, torch.device("cpu")), config, torch.device("cpu")
-    )
+    ddp = wrap_ddp(build_model(config, torch.device("cpu")), config, torch.device("cpu"))
     optimizer = torch.optim.Adam(ddp.parameters(), lr=config.lr)
     batch = torch.randn(config.batch_size // 2, config.d_in)
     train_step(ddp, optimizer, batch, l1_coefficient=config.l1_coefficient)
@@ -130,9 +132,7 @@ def measure_baseline(runs: int) -> list[float]:
     for _ in range(runs):
         out = tempfile.mktemp(prefix="gpudeck-bench-")
         started = time.time()
-        tmp.spawn(
-            _baseline_rank, args=(free_port(), out), nprocs=2, start_method="spawn"
-        )
+        tmp.spawn(_baseline_rank, args=(free_port(), out), nprocs=2, start_method="spawn")
         latencies.append(float(Path(out).read_text()) - started)
         os.unlink(out)
     return latencies
@@ -166,10 +166,8 @@ def main() -> None:
         try:
             _wait_worker(log_path, worker)
             client = redis.Redis.from_url(server.redis_url, decode_responses=True)
-            with httpx.Client(
-                base_url=server.url, headers=server.headers, timeout=60
-            ) as http:
-                ours = measure_gpudeck(http, client, args.runs)
+            with httpx.Client(base_url=server.url, headers=server.headers, timeout=60) as http:
+                ours = measure_gpudeck(http, client, args.runs, data_dir)
         finally:
             os.killpg(worker.pid, signal.SIGTERM)
             worker.wait(60)

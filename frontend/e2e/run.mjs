@@ -87,8 +87,6 @@ async function main() {
       await page.getByRole("button", { name: "aggregated" }).click();
       await page.getByTestId("aggregate").waitFor();
       await page.getByRole("button", { name: "per GPU" }).click();
-      await page.waitForTimeout(2500); // let the sparklines gather a few points
-      await shot(page, "dashboard.png");
     });
 
     await test("a user fills the form, takes the recommendation, and watches the job succeed", async () => {
@@ -138,6 +136,13 @@ async function main() {
 
     await test("cancel stops a running job", async () => {
       if (longJobId === null) throw new Error("no job from the previous test");
+      await page.goto(url("/"));
+      await waitFor(async () => (await page.getByTestId("holder").first().textContent())?.includes(`job #${longJobId}`), {
+        timeoutMs: 15000,
+        what: "the board to show the job holding GPU 0",
+      });
+      await page.waitForTimeout(3000);
+      await shot(page, "dashboard.png");
       await page.goto(url(`/jobs/${longJobId}`));
       await waitFor(async () => ["running", "starting", "queued"].includes(await page.getByTestId("job-status").textContent()), {
         what: "the job to be live",

@@ -3,7 +3,8 @@
 Every rank builds the same model from the seed, takes its slice of each global batch
 (data.GlobalBatchLoader) and steps; DDP averages gradients so the run matches one rank with
 the whole batch. Rank 0 checkpoints in SAELens's layout; resume restores weights, Adam state,
-RNG and the data position exactly.
+RNG and the data position exactly. The lr and L1 schedules are functions of the step
+(`SaeConfig.lr_factor`, `SaeConfig.l1_coefficient_at`), so resume needs no scheduler state.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class _Run:
     model: SparseAutoencoder
     ddp: DistributedDataParallel
     optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
     loader: GlobalBatchLoader
     metrics: MetricsTracker
     true_features: torch.Tensor | None
@@ -85,7 +87,13 @@ def sae_lens_cfg(config: SaeConfig) -> dict[str, Any]:
         "activation_fn": "relu",
         **metadata,  # pre-6.0 readers look for these at the top level
         "metadata": metadata,
-        "gpudeck": {"l1_coefficient": config.l1_coefficient, "lr": config.lr},
+        "gpudeck": {
+            "l1_coefficient": config.l1_coefficient,
+            "lr": config.lr,
+            "lr_warm_up_steps": config.lr_warm_up_steps,
+            "lr_decay_steps": config.lr_decay_steps,
+            "l1_warm_up_steps": config.l1_warm_up_steps,
+        },
     }
 
 
@@ -133,6 +141,7 @@ def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
         named = list(model.named_parameters())
         checkpoint.load_optimizer_tensors(optimizer, named, ckpt.state_tensors)
         checkpoint.restore_rng(ckpt.state_tensors)
+    scheduler = lr_scheduler(optimizer, config, step)
     source = open_source(config, ctx.data_dir)
     loader = GlobalBatchLoader(
         source,
@@ -146,7 +155,19 @@ def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
         d_sae=config.d_sae, global_batch=config.batch_size, start_step=step, device=ctx.device
     )
     features = source.features if isinstance(source, SyntheticSource) else None
-    return _Run(config, model, ddp, optimizer, loader, tracker, features, step, step)
+    return _Run(config, model, ddp, optimizer, scheduler, loader, tracker, features, step, step)
+
+
+def lr_scheduler(
+    optimizer: torch.optim.Optimizer, config: SaeConfig, step: int
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """The lr schedule, positioned so the optimizer's lr is that of 0-based step `step`.
+
+    Built from the step alone (no saved state), so a resumed run gets the very same lrs.
+    """
+    for group in optimizer.param_groups:
+        group["initial_lr"] = config.lr  # LambdaLR's base lr when starting past step 0
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, config.lr_factor, last_epoch=step - 1)
 
 
 def _report(ctx: TrainContext, run: _Run, batch: torch.Tensor, output: SaeOutput) -> None:
@@ -164,9 +185,10 @@ def _one_step(run: _Run, device: torch.device) -> tuple[torch.Tensor, SaeOutput]
         run.ddp,
         run.optimizer,
         batch,
-        l1_coefficient=run.config.l1_coefficient,
+        l1_coefficient=run.config.l1_coefficient_at(run.step),
         grad_clip_norm=run.config.grad_clip_norm,
     )
+    run.scheduler.step()  # sets the lr of the next step
     run.step += 1
     run.metrics.observe(run.step, output.feature_acts)
     return batch, output

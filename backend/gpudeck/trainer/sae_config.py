@@ -75,6 +75,17 @@ class SaeConfig(BaseModel):
         default=4096, ge=1, le=1_048_576, description="global batch, split evenly across ranks"
     )
     steps: int = Field(default=2000, ge=1, le=100_000_000)
+    # Schedules, with SAELens's names and shapes; each is clipped to the run (see
+    # `schedule_lengths`), so a short run with the defaults is valid, just shorter-scheduled.
+    lr_warm_up_steps: int = Field(
+        default=100, ge=0, le=100_000_000, description="lr rises linearly from lr/n to lr"
+    )
+    lr_decay_steps: int = Field(
+        default=800, ge=0, le=100_000_000, description="lr falls linearly to 0 over the last n"
+    )
+    l1_warm_up_steps: int = Field(
+        default=0, ge=0, le=100_000_000, description="l1 coefficient rises linearly from 0"
+    )
     dtype: Literal["float32", "bfloat16"] = "float32"
     grad_clip_norm: float | None = Field(default=None, gt=0, le=1e6)
     dataset: Dataset = Field(default_factory=SyntheticDataset)
@@ -89,3 +100,31 @@ class SaeConfig(BaseModel):
         if 2 * self.d_in * self.d_sae > 16 * 1024**3:
             raise ValueError("d_in * d_sae is too large: the weights alone exceed 64 GiB")
         return self
+
+    def schedule_lengths(self) -> tuple[int, int, int]:
+        """(lr warm-up, lr decay, l1 warm-up) in steps, clipped to the run.
+
+        Warm-ups are cut to `steps`; the decay to what the lr warm-up leaves, so the two never
+        overlap. A default config with few steps is therefore always valid.
+        """
+        lr_warm_up = min(self.lr_warm_up_steps, self.steps)
+        lr_decay = min(self.lr_decay_steps, self.steps - lr_warm_up)
+        return lr_warm_up, lr_decay, min(self.l1_warm_up_steps, self.steps)
+
+    def lr_factor(self, step: int) -> float:
+        """Multiplier of `lr` for 0-based step `step`, as SAELens's constant scheduler with
+        warm-up and decay: (step+1)/warm_up while warming, (steps-step)/decay while decaying."""
+        lr_warm_up, lr_decay, _ = self.schedule_lengths()
+        if step < lr_warm_up:
+            return (step + 1) / lr_warm_up
+        if lr_decay and step >= self.steps - lr_decay:
+            return max(0.0, (self.steps - step) / lr_decay)
+        return 1.0
+
+    def l1_coefficient_at(self, step: int) -> float:
+        """The L1 coefficient of 0-based step `step`: SAELens's linear warm-up from 0."""
+        _, _, l1_warm_up = self.schedule_lengths()
+        if step < l1_warm_up:
+            return self.l1_coefficient * step / l1_warm_up
+        return self.l1_coefficient
+

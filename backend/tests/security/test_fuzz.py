@@ -20,7 +20,7 @@ MAX_TIME_S = os.environ.get("GPUDECK_FUZZ_MAX_TIME_S")
 CHECKS = "not_a_server_error,response_schema_conformance"
 # `?follow=true` streams a queued job's log until the job ends, which it never does here (no
 # worker): every such case would be a client timeout, not a finding. Covered by its own tests.
-EXCLUDE = ["--exclude-name", "GET /api/jobs/{job_id}/logs"]
+EXCLUDE = ["--exclude-path", "/api/jobs/{job_id}/logs"]
 
 
 def fuzz_token(factory: sessionmaker[Session]) -> str:

@@ -96,6 +96,23 @@ export function openSocket(path: string, Impl: typeof WebSocket = WebSocket): We
   return authToken ? new Impl(wsUrl(path), ["gpudeck", `bearer.${authToken}`]) : new Impl(wsUrl(path));
 }
 
+/**
+ * Saves the file at `url` (an API path) under `name`. A plain link cannot carry the bearer
+ * token, so with one set the file is fetched with it and handed to the browser as a blob.
+ */
+export async function downloadFile(url: string, name: string): Promise<void> {
+  const response = await globalThis.fetch(new URL(url, origin()), {
+    headers: authToken ? { Authorization: `Bearer ${authToken}` } : {},
+  });
+  if (!response.ok) throw new ApiError(response.status, await response.json().catch(() => null));
+  const href = URL.createObjectURL(await response.blob());
+  const link = document.createElement("a");
+  link.href = href;
+  link.download = name;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(href), 10_000);
+}
+
 /** A failed request, keeping the status and the API's body so pages can show the reason. */
 export class ApiError extends Error {
   readonly status: number;
@@ -126,6 +143,15 @@ export async function unwrap<T>(
   const { data, error, response } = await pending;
   if (!response.ok || data === undefined) throw new ApiError(response.status, error ?? null);
   return data;
+}
+
+/** Like unwrap, for a text body that may be empty (openapi-fetch gives undefined for that). */
+export async function unwrapText(
+  pending: Promise<{ data?: string; error?: unknown; response: Response }>,
+): Promise<string> {
+  const { data, error, response } = await pending;
+  if (!response.ok) throw new ApiError(response.status, error ?? null);
+  return data ?? "";
 }
 
 /** FastAPI's `loc` without the leading "body"/"query": ["body","config","d_in"] -> "config.d_in". */

@@ -19,20 +19,30 @@ export type JobCreate = Schemas["JobCreate"];
 export type JobKind = string;
 export type SaeConfig = Schemas["SaeConfig"];
 export type DeviceRef = Schemas["DeviceRef"];
-export type MetricPoint = Schemas["MetricPublic"];
-export type MetricValues = Schemas["MetricValues"];
+export type MetricPoint = Schemas["MetricPoint"];
+export type Metrics = Schemas["MetricsPublic"];
+/** The sae kind reports mse_loss, l1_loss, overall_loss, l0, explained_variance, dead_features, activations_per_s (mmcs with synthetic data). */
+export type MetricValues = MetricPoint["metrics"];
 export type Checkpoint = Schemas["CheckpointPublic"];
 export type Estimate = Schemas["EstimatePublic"];
 export type EstimateRequest = Schemas["EstimateRequest"];
 export type Recommendation = Schemas["RecommendationPublic"];
 export type RecommendStrategy = NonNullable<Schemas["RecommendRequest"]["strategy"]>;
 export type ExcludedDevice = Schemas["ExcludedDevice"];
-export type BusyDevice = Schemas["BusyDevice"];
+/** An entry of a 409 gpu_busy body's `busy` list (not in the OpenAPI document: ErrorDetail's extras). */
+export interface BusyDevice {
+  node: string;
+  uuid: string;
+  index: number;
+  held_by_job_id: number | null;
+  reason: string;
+}
 export type ErrorDetail = Schemas["ErrorDetail"];
 /** A 409 `gpu_busy` body's detail: ErrorDetail plus the devices and who holds them. */
 export type GpuBusyDetail = ErrorDetail & { code: "gpu_busy"; busy: BusyDevice[] };
 export type ValidationIssue = Schemas["ValidationError"];
-export type LogLine = Schemas["LogLine"];
+export type CheckpointFile = Schemas["CheckpointFilePublic"];
+export type JobResume = Schemas["JobResume"];
 
 export type ApiPaths = paths;
 

@@ -40,8 +40,11 @@ export function windowData(series: Series | undefined): uPlot.AlignedData {
 }
 
 function span(series: Series | undefined): string {
-  const capacity = series?.t.capacity ?? 0;
-  return capacity >= 120 ? `${Math.round(capacity / 60)} min` : `${capacity} samples`;
+  const first = series?.t.at(0);
+  const last = series?.t.last();
+  if (first === undefined || last === undefined) return "—";
+  const seconds = Math.round(last - first);
+  return seconds < 120 ? `${seconds} s` : `${Math.round(seconds / 60)} min`;
 }
 
 /** Utilization and memory (% of total) over the window a Series holds. */
@@ -54,7 +57,7 @@ export function SeriesSparkline({ series, revision, height = 56 }: { series: Ser
   );
   return (
     <div className="sparkline">
-      <TimeSeriesChart compact data={data} series={SPECS} revision={revision} height={height} yMin={-3} yMax={103} testId="sparkline" points={series?.t.size ?? 0} />
+      <TimeSeriesChart compact data={data} series={SPECS} revision={revision} height={height} yMin={-3} yMax={103} testId="sparkline" points={series?.t.size ?? 0} xMin={series?.t.at(0)} />
       <div className="sparkline-legend small muted">
         <span className="key util">util</span> <span className="key mem">memory</span> · last {span(series)}
       </div>

@@ -31,6 +31,14 @@ interface Props {
   testId?: string;
   /** points with data, when the arrays are padded (shown as data-points for tests) */
   points?: number;
+  /** start the x axis here (hides padding before the first real point) */
+  xMin?: number;
+}
+
+function zoom(chart: uPlot, data: uPlot.AlignedData, xMin: number | undefined): void {
+  const xs = data[0];
+  const last = xs[xs.length - 1];
+  if (xMin !== undefined && last !== undefined && last > xMin) chart.setScale("x", { min: xMin, max: last });
 }
 
 type Shape = Pick<Props, "series" | "height" | "xTime" | "compact" | "yMin" | "yMax" | "logY">;
@@ -53,7 +61,14 @@ function options(shape: Shape, width: number): uPlot.Options {
       ? [{ show: false }, { show: false }]
       : [
           { stroke: axisStroke, grid, ticks: grid },
-          { stroke: axisStroke, grid, ticks: grid, size: 56 },
+          {
+            stroke: axisStroke,
+            grid,
+            ticks: grid,
+            size: 56,
+            // on a log scale, mark the powers of ten only
+            ...(logY ? { filter: (_u: uPlot, splits: number[]) => splits.map((v) => (Number.isInteger(Math.log10(v)) ? v : null)) } : {}),
+          },
         ],
     series: [
       { label: xTime ? "time" : "step" },
@@ -71,10 +86,11 @@ function options(shape: Shape, width: number): uPlot.Options {
 }
 
 export function TimeSeriesChart(props: Props) {
-  const { data, revision, series, height, xTime, compact, yMin, yMax, logY } = props;
+  const { data, revision, series, height, xTime, compact, yMin, yMax, logY, xMin } = props;
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const dataRef = useRef(data);
+  const xMinRef = useRef(xMin);
 
   useEffect(() => {
     const el = host.current;
@@ -83,6 +99,7 @@ export function TimeSeriesChart(props: Props) {
     const shape = { series, height, xTime, compact, yMin, yMax, logY };
     const chart = new uPlot(options(shape, width), dataRef.current, el);
     plot.current = chart;
+    zoom(chart, dataRef.current, xMinRef.current);
     const observer =
       typeof ResizeObserver !== "undefined"
         ? new ResizeObserver(() => {
@@ -100,8 +117,11 @@ export function TimeSeriesChart(props: Props) {
 
   useEffect(() => {
     dataRef.current = data;
-    plot.current?.setData(data);
-  }, [data, revision]);
+    xMinRef.current = xMin;
+    if (!plot.current) return;
+    plot.current.setData(data);
+    zoom(plot.current, data, xMin);
+  }, [data, revision, xMin]);
 
   const points = props.points ?? data[0]?.length ?? 0;
   return (

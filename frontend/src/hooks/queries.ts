@@ -1,6 +1,6 @@
 /** Server state through TanStack Query: one key per resource, so invalidation is by key. */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { api, unwrap } from "../client/api";
+import { api, unwrap, unwrapText } from "../client/api";
 import type { EstimateRequest, JobCreate, JobKind, JobStatus, RecommendStrategy, SaeConfig } from "../client/types";
 
 export const keys = {
@@ -8,7 +8,7 @@ export const keys = {
   jobs: (status: JobStatus | null, limit: number, offset: number) => ["jobs", { status, limit, offset }] as const,
   job: (id: number) => ["job", id] as const,
   metrics: (id: number) => ["job", id, "metrics"] as const,
-  logs: (id: number, rank: number | null) => ["job", id, "logs", rank] as const,
+  logs: (id: number, rank: number) => ["job", id, "logs", rank] as const,
   checkpoints: (id: number) => ["job", id, "checkpoints"] as const,
 };
 
@@ -29,20 +29,15 @@ export function useJobs(status: JobStatus | null, limit = 50, offset = 0) {
   });
 }
 
-export function useJobMetrics(id: number) {
-  return useQuery({
-    queryKey: keys.metrics(id),
-    queryFn: () => unwrap(api.GET("/api/jobs/{job_id}/metrics", { params: { path: { job_id: id } } })),
-  });
-}
-
-export function useJobLogs(id: number, rank: number | null, tail = 200, live = true) {
+/** A rank's last `tail` lines of output (the API answers text/plain). */
+export function useJobLogs(id: number, rank: number, tail = 200, live = true) {
   return useQuery({
     queryKey: keys.logs(id, rank),
     queryFn: () =>
-      unwrap(
+      unwrapText(
         api.GET("/api/jobs/{job_id}/logs", {
-          params: { path: { job_id: id }, query: { tail, ...(rank === null ? {} : { rank }) } },
+          params: { path: { job_id: id }, query: { rank, tail } },
+          parseAs: "text",
         }),
       ),
     refetchInterval: live ? 3000 : false,
@@ -113,7 +108,7 @@ export function useCancelJob(id: number) {
 export function useResumeJob(id: number) {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: () => unwrap(api.POST("/api/jobs/{job_id}/resume", { params: { path: { job_id: id } } })),
+    mutationFn: () => unwrap(api.POST("/api/jobs/{job_id}/resume", { params: { path: { job_id: id } }, body: {} })),
     onSuccess: () => client.invalidateQueries({ queryKey: ["jobs"] }),
   });
 }

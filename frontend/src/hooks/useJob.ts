@@ -1,66 +1,87 @@
 /**
  * One job, live: GET /api/jobs/{id} and its metrics through TanStack Query, kept current by
- * WS /ws/jobs/{id} (status, progress, metrics and log messages), with polling as the fallback.
+ * WS /ws/jobs/{id} (a snapshot, then status, progress, metrics and checkpoint events), with
+ * polling as the fallback while the socket is down.
  */
-import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useQuery, useQueryClient, type QueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { api, openSocket, unwrap } from "../client/api";
 import { isTerminal, type Job, type MetricPoint } from "../client/types";
 import { keys } from "./queries";
 
-export type JobMessage =
-  | { type: "status"; status: Job["status"]; error?: string | null; job?: Job }
-  | { type: "progress"; step: number; total: number }
-  | ({ type: "metrics" } & MetricPoint)
-  | { type: "log"; rank: number; line: string; created_at?: string }
-  | { type: "job"; job: Job };
+/** Frames of WS /ws/jobs/{id}: a snapshot, then events as the ranks publish them. */
+export type JobFrame =
+  | { type: "snapshot"; job: Job; metrics: { step: number; metrics: MetricPoint["metrics"] }[] }
+  | { type: "metrics"; rank: number; ts: number; data: { step: number; metrics: MetricPoint["metrics"] } }
+  | { type: "progress"; rank: number; ts: number; data: { step: number; total: number | null } }
+  | { type: "status" | "error" | "checkpoint" | "log" | "peak_memory"; rank: number; ts: number; data: Record<string, unknown> }
+  | { type: "dropped"; count: number };
 
-/** Folds one WS message into the query cache (log lines are read by polling the tail). */
-export function applyMessage(client: ReturnType<typeof useQueryClient>, id: number, message: JobMessage): void {
-  switch (message.type) {
-    case "job":
-      client.setQueryData(keys.job(id), message.job);
-      return;
-    case "status":
-      if (message.job) client.setQueryData(keys.job(id), message.job);
-      else client.setQueryData<Job>(keys.job(id), (job) => job && { ...job, status: message.status, error: message.error ?? job.error });
-      if (isTerminal(message.status)) {
-        void client.invalidateQueries({ queryKey: keys.job(id) });
-        void client.invalidateQueries({ queryKey: keys.checkpoints(id) });
-      }
-      return;
-    case "progress":
-      client.setQueryData<Job>(keys.job(id), (job) => job && { ...job, progress: { step: message.step, total: message.total } });
-      return;
-    case "metrics": {
-      const point: MetricPoint = { step: message.step, metrics: message.metrics, created_at: message.created_at };
-      client.setQueryData<MetricPoint[]>(keys.metrics(id), (points = []) =>
-        points.length > 0 && (points[points.length - 1]?.step ?? -1) >= point.step ? points : [...points, point],
+function appendPoints(points: MetricPoint[] | undefined, more: MetricPoint[]): MetricPoint[] {
+  const current = points ?? [];
+  const last = current[current.length - 1]?.step ?? -1;
+  const fresh = more.filter((p) => p.step > last);
+  return fresh.length > 0 ? [...current, ...fresh] : current;
+}
+
+/** Folds one frame into the query cache. */
+export function applyFrame(client: QueryClient, id: number, frame: JobFrame): void {
+  switch (frame.type) {
+    case "snapshot": {
+      client.setQueryData(keys.job(id), frame.job);
+      const at = new Date().toISOString();
+      client.setQueryData<MetricPoint[]>(keys.metrics(id), (points) =>
+        appendPoints(points, frame.metrics.map((m) => ({ step: m.step, metrics: m.metrics, created_at: at }))),
       );
       return;
     }
+    case "progress":
+      client.setQueryData<Job>(keys.job(id), (job) => job && { ...job, progress: { step: frame.data.step, total: frame.data.total } });
+      return;
+    case "metrics": {
+      const point = { step: frame.data.step, metrics: frame.data.metrics, created_at: new Date(frame.ts * 1000).toISOString() };
+      client.setQueryData<MetricPoint[]>(keys.metrics(id), (points) => appendPoints(points, [point]));
+      return;
+    }
+    case "status":
+    case "error":
+      void client.invalidateQueries({ queryKey: keys.job(id), exact: true });
+      void client.invalidateQueries({ queryKey: ["jobs"] });
+      return;
+    case "checkpoint":
+      void client.invalidateQueries({ queryKey: keys.checkpoints(id) });
+      return;
     default:
       return;
   }
 }
 
+/** Metrics newer than what the cache holds (after_step), appended to it. */
+async function fetchMetrics(client: QueryClient, id: number): Promise<MetricPoint[]> {
+  const points = client.getQueryData<MetricPoint[]>(keys.metrics(id));
+  const last = points?.[points.length - 1]?.step;
+  const page = await unwrap(
+    api.GET("/api/jobs/{job_id}/metrics", {
+      params: { path: { job_id: id }, query: last === undefined ? {} : { after_step: last } },
+    }),
+  );
+  return appendPoints(points, page.items);
+}
+
 export function useJob(id: number, WebSocketImpl?: typeof WebSocket) {
   const client = useQueryClient();
+  const [connected, setConnected] = useState(false);
   const job = useQuery({
     queryKey: keys.job(id),
     queryFn: () => unwrap(api.GET("/api/jobs/{job_id}", { params: { path: { job_id: id } } })),
-    refetchInterval: (query) => (query.state.data && isTerminal(query.state.data.status) ? false : 3000),
+    refetchInterval: (query) => (query.state.data && isTerminal(query.state.data.status) ? false : connected ? 10000 : 2000),
   });
+  const terminal = job.data ? isTerminal(job.data.status) : false;
   const metrics = useQuery({
     queryKey: keys.metrics(id),
-    queryFn: () => unwrap(api.GET("/api/jobs/{job_id}/metrics", { params: { path: { job_id: id } } })),
-    refetchInterval: (query) => {
-      const current = client.getQueryData<Job>(keys.job(id));
-      return current && isTerminal(current.status) && query.state.dataUpdateCount > 1 ? false : 5000;
-    },
+    queryFn: () => fetchMetrics(client, id),
+    refetchInterval: terminal || connected ? false : 3000,
   });
-  const [connected, setConnected] = useState(false);
-  const terminal = job.data ? isTerminal(job.data.status) : false;
 
   useEffect(() => {
     if (terminal) return;
@@ -76,13 +97,11 @@ export function useJob(id: number, WebSocketImpl?: typeof WebSocket) {
         setConnected(true);
       };
       socket.onmessage = (event: MessageEvent) => {
-        let message: JobMessage;
         try {
-          message = JSON.parse(String(event.data)) as JobMessage;
+          applyFrame(client, id, JSON.parse(String(event.data)) as JobFrame);
         } catch {
-          return;
+          /* a frame we cannot read */
         }
-        applyMessage(client, id, message);
       };
       socket.onclose = () => {
         setConnected(false);

@@ -1,6 +1,7 @@
 import { useState } from "react";
 import { Link, useNavigate, useParams } from "react-router-dom";
-import { isTerminal, type Job } from "../client/types";
+import { downloadFile, getAuthToken } from "../client/api";
+import { isTerminal, type CheckpointFile, type Job } from "../client/types";
 import { TrainingCharts } from "../components/LossChart";
 import { ProgressBar } from "../components/ProgressBar";
 import { StatusBadge } from "../components/StatusBadge";
@@ -9,31 +10,48 @@ import { useJob } from "../hooks/useJob";
 import { formatAge, formatBytes, formatCompact, formatDuration } from "../lib/format";
 
 function LogTail({ job }: { job: Job }) {
-  const ranks = job.devices.length || 1;
-  const [rank, setRank] = useState<number | null>(0);
+  const ranks = Math.max(1, job.world_size);
+  const [rank, setRank] = useState(0);
   const logs = useJobLogs(job.id, rank, 200, !isTerminal(job.status));
-  const lines = logs.data?.lines ?? [];
+  const text = logs.data ?? "";
   return (
     <section className="card">
       <div className="section-head">
         <h2>Logs</h2>
-        <div className="segmented small" role="group" aria-label="rank">
-          {Array.from({ length: ranks }, (_, r) => (
-            <button key={r} type="button" aria-pressed={rank === r} onClick={() => setRank(r)}>
-              rank {r}
-            </button>
-          ))}
-          {ranks > 1 && (
-            <button type="button" aria-pressed={rank === null} onClick={() => setRank(null)}>
-              all
-            </button>
-          )}
-        </div>
+        {ranks > 1 && (
+          <div className="segmented small" role="group" aria-label="rank">
+            {Array.from({ length: ranks }, (_, r) => (
+              <button key={r} type="button" aria-pressed={rank === r} onClick={() => setRank(r)}>
+                rank {r}
+              </button>
+            ))}
+          </div>
+        )}
       </div>
       <pre className="log" data-testid="log-tail">
-        {lines.length === 0 ? <span className="muted">no output yet</span> : lines.map((l) => (rank === null ? `[${l.rank}] ${l.line}` : l.line)).join("\n")}
+        {text.trim() === "" ? <span className="muted">{logs.error ? logs.error.message : "no output yet"}</span> : text}
       </pre>
     </section>
+  );
+}
+
+function CheckpointLink({ file }: { file: CheckpointFile }) {
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <a
+      className="file-link"
+      href={file.url}
+      download={file.name}
+      title={error ?? formatBytes(file.size_bytes)}
+      onClick={(event) => {
+        if (!getAuthToken()) return; // a plain download works without a token
+        event.preventDefault();
+        downloadFile(file.url, file.name).catch((e: Error) => setError(e.message));
+      }}
+    >
+      {file.name}
+      {error && <span className="field-error"> ({error})</span>}
+    </a>
   );
 }
 
@@ -50,20 +68,21 @@ function Checkpoints({ job }: { job: Job }) {
           <thead>
             <tr>
               <th>step</th>
+              <th>loss</th>
               <th>files</th>
               <th>written</th>
             </tr>
           </thead>
           <tbody>
-            {[...items].reverse().map((c) => (
+            {[...items].sort((a, b) => b.step - a.step).map((c) => (
               <tr key={c.step}>
                 <td className="mono">{c.step}</td>
+                <td className="mono">{formatCompact(c.loss ?? null)}</td>
                 <td>
                   {c.files.map((f) => (
-                    <a key={f} className="file-link" href={`/api/jobs/${job.id}/checkpoints/${c.step}/${encodeURIComponent(f)}`} download>
-                      {f}
-                    </a>
+                    <CheckpointLink key={f.name} file={f} />
                   ))}
+                  <span className="muted small">{formatBytes(c.size_bytes)}</span>
                 </td>
                 <td>{formatAge(c.created_at)} ago</td>
               </tr>

@@ -143,22 +143,37 @@ describe("JobDetail", () => {
   it("follows the job over its WebSocket", async () => {
     const { fetchMock } = stubApi({
       "GET /api/jobs/7": () => json(makeJob()),
-      "GET /api/jobs/7/metrics": () => json([{ step: 10, metrics: { overall_loss: 1.5, l0: 20 }, created_at: new Date().toISOString() }]),
-      "GET /api/jobs/7/logs": () => json({ lines: [{ rank: 0, line: "step 10 loss 1.5" }] }),
-      "GET /api/jobs/7/checkpoints": () => json([{ step: 50, files: ["sae_weights.safetensors", "cfg.json"], created_at: new Date().toISOString() }]),
+      "GET /api/jobs/7/metrics": () => json({ items: [{ step: 10, metrics: { overall_loss: 1.5, l0: 20 }, created_at: new Date().toISOString() }], last_step: 10 }),
+      "GET /api/jobs/7/logs": () => new Response("step 10 loss 1.5\n", { status: 200, headers: { "Content-Type": "text/plain" } }),
+      "GET /api/jobs/7/checkpoints": () =>
+        json([
+          {
+            step: 50,
+            path: "checkpoints/7/step_50",
+            size_bytes: 2048,
+            loss: 0.5,
+            created_at: new Date().toISOString(),
+            files: [{ name: "sae_weights.safetensors", size_bytes: 1024, url: "/api/jobs/7/checkpoints/50/files/sae_weights.safetensors" }],
+          },
+        ]),
     });
     vi.stubGlobal("fetch", fetchMock);
     vi.stubGlobal("WebSocket", FakeWebSocket);
     renderPage(<JobDetail />, { path: "/jobs/:id", route: "/jobs/7" });
     expect(await screen.findByRole("progressbar", { name: "training progress" })).toHaveTextContent("25 / 100");
     expect(await screen.findByTestId("log-tail")).toHaveTextContent("step 10 loss 1.5");
-    expect(await screen.findByRole("link", { name: "sae_weights.safetensors" })).toHaveAttribute("href", "/api/jobs/7/checkpoints/50/sae_weights.safetensors");
+    expect(await screen.findByRole("link", { name: "sae_weights.safetensors" })).toHaveAttribute(
+      "href",
+      "/api/jobs/7/checkpoints/50/files/sae_weights.safetensors",
+    );
+    await waitFor(() => expect(screen.getByTestId("loss-chart").querySelector(".chart-host")).toHaveAttribute("data-points", "1"));
     await waitFor(() => expect(FakeWebSocket.instances.some((s) => s.url.endsWith("/ws/jobs/7"))).toBe(true));
     const socket = FakeWebSocket.instances.find((s) => s.url.endsWith("/ws/jobs/7"))!;
     act(() => {
       socket.open();
-      socket.receive({ type: "progress", step: 60, total: 100 });
-      socket.receive({ type: "metrics", step: 60, metrics: { overall_loss: 0.25 }, created_at: new Date().toISOString() });
+      socket.receive({ type: "snapshot", job: makeJob(), metrics: [{ step: 10, metrics: { overall_loss: 1.5 } }] });
+      socket.receive({ type: "progress", rank: 0, ts: 1, data: { step: 60, total: 100 } });
+      socket.receive({ type: "metrics", rank: 0, ts: 1, data: { step: 60, metrics: { overall_loss: 0.25 } } });
     });
     expect(screen.getByRole("progressbar", { name: "training progress" })).toHaveTextContent("60 / 100");
     expect(screen.getByTestId("last-loss")).toHaveTextContent("0.250");

@@ -18,6 +18,7 @@ vi.mock("uplot", () => {
     setData(data: unknown) {
       this.data = data;
     }
+    setScale() {}
     setSize(size: { width: number; height: number }) {
       this.width = size.width;
       this.height = size.height;
