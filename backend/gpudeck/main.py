@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -31,9 +32,18 @@ from gpudeck.core.celery_app import make_celery
 from gpudeck.core.config import Settings, get_settings
 from gpudeck.core.db import make_engine, make_sessionmaker
 from gpudeck.core.redis import async_client, sync_client
+from gpudeck.services.jobs import estimate_bytes_per_device
 from gpudeck.services.telemetry_hub import TelemetryHub
+from gpudeck.trainer.sae_config import SaeConfig
 
 log = logging.getLogger(__name__)
+
+
+def warm_estimator() -> None:
+    try:
+        estimate_bytes_per_device("sae", SaeConfig().model_dump(), 1)
+    except Exception:  # a warm-up is an optimisation: never let it take the API down
+        log.exception("warming the memory estimator failed")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -53,6 +63,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         app.state.telemetry_hub = hub
         await hub.start()
+        # Importing torch and tracing the first estimate takes seconds; do it now, off the
+        # event loop, rather than in the first user's POST /api/jobs.
+        threading.Thread(target=warm_estimator, name="warm-estimator", daemon=True).start()
         try:
             yield
         finally:

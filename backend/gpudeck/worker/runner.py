@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import redis
+
 from gpudeck.core.db import transaction
 from gpudeck.models import JobStatus
 from gpudeck.services import checkpoints, runs
 from gpudeck.services.job_events import job_stream
 from gpudeck.services.runs import LaunchPlan
+from gpudeck.telemetry.stream import register_rank_pid, unregister_pids
 from gpudeck.trainer.launch import DeviceType, LaunchRequest, RankGroup
 from gpudeck.worker.events import expire_stream, publish_status
 from gpudeck.worker.relay import EventRelay
@@ -73,6 +76,11 @@ class JobRunner:
         group: RankGroup | None = None
         try:
             group = self.runtime.launcher.launch(self._request(plan))
+            # The sampler tells GPUDeck's processes from external ones by these PIDs.
+            for rank, process in enumerate(group.processes):
+                register_rank_pid(
+                    self.runtime.redis, self.settings.node_name, process.pid, self.job_id, rank
+                )
             log.info(
                 "job %s: %d ranks in group %d (%s start)",
                 self.job_id,
@@ -92,8 +100,17 @@ class JobRunner:
             if group is not None:
                 group.kill()  # whatever happened above, no process of the job survives
                 group.close()
+                self._unregister_pids(group)
             self.runtime.untrack(self.job_id)
         self._finish(outcome)
+
+    def _unregister_pids(self, group: RankGroup) -> None:
+        try:
+            unregister_pids(
+                self.runtime.redis, self.settings.node_name, [p.pid for p in group.processes]
+            )
+        except redis.RedisError:
+            log.warning("job %s: could not unregister its rank PIDs", self.job_id, exc_info=True)
 
     def _request(self, plan: LaunchPlan) -> LaunchRequest:
         resume_from = None

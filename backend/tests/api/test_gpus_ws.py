@@ -157,12 +157,12 @@ def write_buffers() -> list[int]:
     """Bytes waiting in each live WebSocket transport of this process (the server's side)."""
     sizes = [0]
     for o in gc.get_objects():
-        if isinstance(o, WebSocketsSansIOProtocol):
-            try:
-                if not o.transport.is_closing():
-                    sizes.append(o.transport.get_write_buffer_size())
-            except (AttributeError, ReferenceError):
-                continue  # a transport of an earlier, closed connection
+        try:
+            # isinstance itself raises ReferenceError on a weak proxy whose referent is gone.
+            if isinstance(o, WebSocketsSansIOProtocol) and not o.transport.is_closing():
+                sizes.append(o.transport.get_write_buffer_size())
+        except (AttributeError, ReferenceError):
+            continue  # a transport of an earlier, closed connection
     return sizes
 
 

@@ -115,6 +115,11 @@ def tiny_config(**overrides: Any) -> dict[str, Any]:
         "steps": 50,
         "lr": 1e-3,
         "l1_coefficient": 1e-3,
+        # Warm-ups shorter than any tiny run, and no decay: a run cut short (the resume test's
+        # first half) then schedules its steps exactly as the full run does.
+        "lr_warm_up_steps": 10,
+        "lr_decay_steps": 0,
+        "l1_warm_up_steps": 10,
         "metrics_interval": 25,
         "checkpoint_interval": 1000,
         "seed": 3,
