@@ -36,6 +36,10 @@ def live_holders(session: Session, node: str, uuids: Sequence[str]) -> dict[str,
     return {uuid: job_id for uuid, job_id in rows}
 
 
+def _device_order(allocation: Allocation) -> tuple[str, str]:
+    return (allocation.node, allocation.gpu_uuid)
+
+
 def reserve(session: Session, job: Job, devices: Sequence[Chosen]) -> None:
     """Insert the job's allocations; a device already held raises GpuBusy naming its holder."""
     try:
@@ -46,7 +50,8 @@ def reserve(session: Session, job: Job, devices: Sequence[Chosen]) -> None:
             ]
             # Insert in one global order: two jobs wanting devices {1, 2} in opposite orders
             # would otherwise each wait on the other's uncommitted index entry (a deadlock).
-            session.add_all(sorted(rows, key=lambda a: (a.node, a.gpu_uuid)))
+            ordered = sorted(rows, key=_device_order)
+            session.add_all(ordered)
             session.flush()
     except IntegrityError as exc:
         if not isinstance(exc.orig, UniqueViolation):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -144,7 +145,7 @@ def get_job(session: Session, job_id: int) -> Job:
 
 
 def list_jobs(
-    session: Session, *, statuses: list[str] | None, limit: int, offset: int
+    session: Session, *, statuses: Sequence[str] | None, limit: int, offset: int
 ) -> tuple[list[Job], int]:
     query = select(Job)
     if statuses:

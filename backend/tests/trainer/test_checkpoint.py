@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import multiprocessing as mp
+import os
 import random
+import subprocess
 import time
 from pathlib import Path
 
@@ -81,7 +81,8 @@ from sae_lens import SAE
 sae = SAE.load_from_disk(sys.argv[1])
 ours = load_file(sys.argv[1] + "/sae_weights.safetensors")
 x = torch.randn(8, ours["W_enc"].shape[0], dtype=ours["W_enc"].dtype)
-expected = torch.relu((x - ours["b_dec"]) @ ours["W_enc"] + ours["b_enc"]) @ ours["W_dec"] + ours["b_dec"]
+f = torch.relu((x - ours["b_dec"]) @ ours["W_enc"] + ours["b_enc"])
+expected = f @ ours["W_dec"] + ours["b_dec"]
 assert type(sae).__name__ == "StandardSAE", type(sae)
 for name in ("W_enc", "b_enc", "W_dec", "b_dec"):
     assert torch.equal(getattr(sae, name).detach(), ours[name]), name

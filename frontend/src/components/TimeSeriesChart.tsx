@@ -41,6 +41,9 @@ function zoom(chart: uPlot, data: uPlot.AlignedData, xMin: number | undefined): 
   if (xMin !== undefined && last !== undefined && last > xMin) chart.setScale("x", { min: xMin, max: last });
 }
 
+const powersOfTen = (_u: uPlot, splits: number[]): (number | null)[] =>
+  splits.map((v) => (Number.isInteger(Math.round(Math.log10(v) * 1e6) / 1e6) ? v : null));
+
 type Shape = Pick<Props, "series" | "height" | "xTime" | "compact" | "yMin" | "yMax" | "logY">;
 
 function options(shape: Shape, width: number): uPlot.Options {
@@ -61,14 +64,10 @@ function options(shape: Shape, width: number): uPlot.Options {
       ? [{ show: false }, { show: false }]
       : [
           { stroke: axisStroke, grid, ticks: grid },
-          {
-            stroke: axisStroke,
-            grid,
-            ticks: grid,
-            size: 56,
-            // on a log scale, mark the powers of ten only
-            ...(logY ? { filter: (_u: uPlot, splits: number[]) => splits.map((v) => (Number.isInteger(Math.log10(v)) ? v : null)) } : {}),
-          },
+          logY
+            ? // on a log scale, label and grid the powers of ten only
+              { stroke: axisStroke, grid: { ...grid, filter: powersOfTen }, ticks: { ...grid, filter: powersOfTen }, filter: powersOfTen, size: 56 }
+            : { stroke: axisStroke, grid, ticks: grid, size: 56 },
         ],
     series: [
       { label: xTime ? "time" : "step" },

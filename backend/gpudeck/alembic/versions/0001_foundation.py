@@ -46,7 +46,8 @@ def upgrade() -> None:
         sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
         sa.CheckConstraint(
-            "status IN ('queued', 'starting', 'running', 'succeeded', 'failed', 'cancelled', 'lost')",
+            "status IN ('queued', 'starting', 'running', 'succeeded', 'failed', 'cancelled', "
+            "'lost')",
             name="ck_jobs_status",
         ),
         sa.ForeignKeyConstraint(
