@@ -61,27 +61,32 @@ class DdpOptions(BaseModel):
 
 
 class SaeConfig(BaseModel):
-    """A standard ReLU SAE as SAELens defines it, trained with Adam."""
+    """A standard ReLU SAE as SAELens defines it, trained with Adam.
+
+    The defaults are the quality benchmark's config (tests/trainer/test_quality.py): on the
+    default synthetic data they reach mmcs and explained variance above 0.9 in about 2 CPU
+    minutes on 2 ranks.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     d_in: int = Field(default=64, ge=1, le=65_536, description="activation width")
-    d_sae: int = Field(default=512, ge=1, le=4_194_304, description="dictionary size")
-    l1_coefficient: float = Field(default=1e-3, ge=0, le=1e6)
-    lr: float = Field(default=1e-3, gt=0, le=10)
+    d_sae: int = Field(default=2048, ge=1, le=4_194_304, description="dictionary size")
+    l1_coefficient: float = Field(default=0.15, ge=0, le=1e6)
+    lr: float = Field(default=4e-3, gt=0, le=10)
     adam_beta1: float = Field(default=0.9, ge=0, lt=1)
     adam_beta2: float = Field(default=0.999, ge=0, lt=1)
     batch_size: int = Field(
-        default=4096, ge=1, le=1_048_576, description="global batch, split evenly across ranks"
+        default=512, ge=1, le=1_048_576, description="global batch, split evenly across ranks"
     )
-    steps: int = Field(default=2000, ge=1, le=100_000_000)
+    steps: int = Field(default=2400, ge=1, le=100_000_000)
     # Schedules, with SAELens's names and shapes; each is clipped to the run (see
     # `schedule_lengths`), so a short run with the defaults is valid, just shorter-scheduled.
     lr_warm_up_steps: int = Field(
         default=100, ge=0, le=100_000_000, description="lr rises linearly from lr/n to lr"
     )
     lr_decay_steps: int = Field(
-        default=800, ge=0, le=100_000_000, description="lr falls linearly to 0 over the last n"
+        default=1200, ge=0, le=100_000_000, description="lr falls linearly to 0 over the last n"
     )
     l1_warm_up_steps: int = Field(
         default=0, ge=0, le=100_000_000, description="l1 coefficient rises linearly from 0"
@@ -127,4 +132,3 @@ class SaeConfig(BaseModel):
         if step < l1_warm_up:
             return self.l1_coefficient * step / l1_warm_up
         return self.l1_coefficient
-

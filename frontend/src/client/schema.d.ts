@@ -1233,10 +1233,28 @@ export interface components {
              */
             l1_coefficient?: number;
             /**
+             * L1 Warm Up Steps
+             * @description l1 coefficient rises linearly from 0
+             * @default 0
+             */
+            l1_warm_up_steps?: number;
+            /**
              * Lr
              * @default 0.001
              */
             lr?: number;
+            /**
+             * Lr Decay Steps
+             * @description lr falls linearly to 0 over the last n
+             * @default 800
+             */
+            lr_decay_steps?: number;
+            /**
+             * Lr Warm Up Steps
+             * @description lr rises linearly from lr/n to lr
+             * @default 100
+             */
+            lr_warm_up_steps?: number;
             /**
              * Metrics Interval
              * @description in steps

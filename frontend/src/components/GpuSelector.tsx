@@ -24,6 +24,8 @@ export function unavailability(
     const used = gpu.external_processes.reduce((s, p) => s + (p.used_memory_bytes ?? 0), 0);
     return { reason: "external", message: `used by an external process (${formatBytes(used)})` };
   }
+  // the recommender's reason first: it counts a safety margin and stale readings
+  if (excluded) return { reason: "too_small", message: excluded.message || excluded.reason };
   const free = gpu.memory_free_bytes ?? null;
   if (bytesPerDevice !== null && free !== null && free < bytesPerDevice) {
     return {
@@ -31,7 +33,6 @@ export function unavailability(
       message: `too small: needs ${formatBytes(bytesPerDevice)}, ${formatBytes(free)} free`,
     };
   }
-  if (excluded) return { reason: "too_small", message: excluded.message || excluded.reason };
   return null;
 }
 

@@ -76,6 +76,12 @@ describe("GpuSelector", () => {
     expect(within(options[4]!).getByRole("checkbox")).toBeEnabled();
   });
 
+  it("gives the recommender's reason when it left a device out", () => {
+    const excluded = [{ node: "node-a", uuid: "G4", index: 4, reason: "stale_telemetry" as const, message: "no sample for 12 s" }];
+    render(<GpuSelector devices={devices} selected={new Set()} onChange={() => {}} bytesPerDevice={GIB} excluded={excluded} />);
+    expect(within(screen.getAllByTestId("gpu-option")[4]!).getByTestId("gpu-reason")).toHaveTextContent("no sample for 12 s");
+  });
+
   it("shows devices taken by someone else since the form opened", () => {
     render(
       <GpuSelector devices={devices} selected={new Set(["node-a/G0"])} onChange={() => {}} bytesPerDevice={GIB} taken={new Map([["node-a/G0", 9]])} />,

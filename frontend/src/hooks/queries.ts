@@ -20,6 +20,15 @@ export function useGpus() {
   });
 }
 
+/** The sae kind's default config, so the form starts where the API does. */
+export function useSaeDefaults() {
+  return useQuery({
+    queryKey: ["kinds", "sae", "defaults"],
+    queryFn: () => unwrap(api.GET("/api/kinds/sae/defaults")),
+    staleTime: Infinity,
+  });
+}
+
 export function useJobs(status: JobStatus | null, limit = 50, offset = 0) {
   return useQuery({
     queryKey: keys.jobs(status, limit, offset),

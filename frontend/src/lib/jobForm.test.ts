@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { defaultValues, toConfig } from "./jobForm";
+import { defaultValues, toConfig, valuesFromConfig } from "./jobForm";
 
 describe("jobForm", () => {
   it("turns the defaults into a config the API accepts", () => {
@@ -19,6 +19,14 @@ describe("jobForm", () => {
     const config = toConfig(values) as Record<string, unknown>;
     expect(config["d_in"]).toBe("abc");
     expect(config).not.toHaveProperty("steps");
+  });
+
+  it("starts from the API's defaults", () => {
+    const values = valuesFromConfig({ d_in: 128, dataset: { type: "synthetic", num_features: 64 }, ddp: { broadcast_buffers: true } });
+    expect(values["d_in"]).toBe("128");
+    expect(values["dataset.num_features"]).toBe("64");
+    expect(values["ddp.broadcast_buffers"]).toBe(true);
+    expect(values["d_sae"]).toBe("512");
   });
 
   it("keeps only the fields of the chosen dataset type", () => {

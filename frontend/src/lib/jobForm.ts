@@ -46,6 +46,21 @@ export function defaultValues(fields: FieldSpec[] = SAE_FIELDS): FormValues {
   return Object.fromEntries(fields.map((f) => [f.path, f.default]));
 }
 
+function getPath(source: unknown, path: string): unknown {
+  return path.split(".").reduce<unknown>((node, part) => (node && typeof node === "object" ? (node as Record<string, unknown>)[part] : undefined), source);
+}
+
+/** Form values from a config (the API's defaults, GET /api/kinds/sae/defaults); missing fields keep theirs. */
+export function valuesFromConfig(config: unknown, fields: FieldSpec[] = SAE_FIELDS): FormValues {
+  return Object.fromEntries(
+    fields.map((f) => {
+      const value = getPath(config, f.path);
+      if (value === undefined || value === null) return [f.path, f.default];
+      return [f.path, f.kind === "bool" ? Boolean(value) : String(value)];
+    }),
+  );
+}
+
 function parse(spec: FieldSpec, raw: string | boolean): unknown {
   if (spec.kind === "bool") return Boolean(raw);
   const text = String(raw).trim();

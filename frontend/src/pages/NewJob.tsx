@@ -6,10 +6,10 @@ import { GpuSelector } from "../components/GpuSelector";
 import { JobForm } from "../components/JobForm";
 import { MemoryBreakdown } from "../components/MemoryBreakdown";
 import { useQueryClient } from "@tanstack/react-query";
-import { keys, useCreateJob, useEstimate, useRecommendation } from "../hooks/queries";
+import { keys, useCreateJob, useEstimate, useRecommendation, useSaeDefaults } from "../hooks/queries";
 import { useTelemetryContext } from "../hooks/TelemetryContext";
 import { useDebounced } from "../hooks/useDebounced";
-import { defaultValues, toConfig, type FormValues } from "../lib/jobForm";
+import { defaultValues, toConfig, valuesFromConfig, type FormValues } from "../lib/jobForm";
 
 const KINDS: JobKind[] = ["sae"];
 
@@ -43,6 +43,14 @@ export function NewJob() {
   const [kind, setKind] = useState<JobKind>("sae");
   const [name, setName] = useState("");
   const [values, setValues] = useState<FormValues>(() => defaultValues());
+  const [touched, setTouched] = useState(false);
+  const defaults = useSaeDefaults();
+  // until the user types, the form follows the API's defaults (one source of truth)
+  const [adopted, setAdopted] = useState<unknown>(null);
+  if (defaults.data && defaults.data !== adopted && !touched) {
+    setAdopted(defaults.data);
+    setValues(valuesFromConfig(defaults.data));
+  }
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [count, setCount] = useState(1);
   const [strategy, setStrategy] = useState<RecommendStrategy>("packed");
@@ -71,6 +79,7 @@ export function NewJob() {
   const recommended = recommendation.data?.devices ?? [];
 
   const onField = (path: string, value: string | boolean) => {
+    setTouched(true);
     setValues((v) => ({ ...v, [path]: value }));
     setSubmitErrors((e) => {
       return Object.fromEntries(Object.entries(e).filter(([key]) => key !== `config.${path}`));
