@@ -11,6 +11,7 @@ cd "$(dirname "$0")/../backend"
 BIN=${BIN:-../.venv/bin}
 export GPUDECK_FUZZ_EXAMPLES=${EXAMPLES:-200}
 export GPUDECK_FUZZ_SEED=${SEED:-1}
+export GPUDECK_FUZZ_PHASES=${PHASES:-examples,coverage,fuzzing,stateful}
 if [[ -n "${MAX_TIME_S:-}" ]]; then export GPUDECK_FUZZ_MAX_TIME_S=$MAX_TIME_S; fi
 started=$(date +%s)
 "$BIN/pytest" -q -s -p no:randomly --timeout=0 tests/security/test_fuzz.py

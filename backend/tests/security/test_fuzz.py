@@ -18,6 +18,8 @@ from gpudeck.core.config import Settings
 
 EXAMPLES = int(os.environ.get("GPUDECK_FUZZ_EXAMPLES", "8"))
 MAX_TIME_S = os.environ.get("GPUDECK_FUZZ_MAX_TIME_S")
+# The coverage phase alone takes minutes (boundary values of every field): bench/fuzz.sh only.
+PHASES = os.environ.get("GPUDECK_FUZZ_PHASES", "examples,fuzzing,stateful")
 CHECKS = "not_a_server_error,response_schema_conformance"
 # `GET /api/jobs/{id}/logs?follow=true` streams a queued job's log until the job ends, which it
 # never does here (no worker): such a case is a client timeout, not a finding.

@@ -1180,6 +1180,10 @@ export interface components {
         /**
          * SaeConfig
          * @description A standard ReLU SAE as SAELens defines it, trained with Adam.
+         *
+         *     The defaults are the quality benchmark's config (tests/trainer/test_quality.py): on the
+         *     default synthetic data they reach mmcs and explained variance above 0.9 in about 2 CPU
+         *     minutes on 2 ranks.
          */
         SaeConfig: {
             /**
@@ -1195,7 +1199,7 @@ export interface components {
             /**
              * Batch Size
              * @description global batch, split evenly across ranks
-             * @default 4096
+             * @default 512
              */
             batch_size?: number;
             /**
@@ -1213,7 +1217,7 @@ export interface components {
             /**
              * D Sae
              * @description dictionary size
-             * @default 512
+             * @default 2048
              */
             d_sae?: number;
             /** Dataset */
@@ -1229,7 +1233,7 @@ export interface components {
             grad_clip_norm?: number | null;
             /**
              * L1 Coefficient
-             * @default 0.001
+             * @default 0.15
              */
             l1_coefficient?: number;
             /**
@@ -1240,13 +1244,13 @@ export interface components {
             l1_warm_up_steps?: number;
             /**
              * Lr
-             * @default 0.001
+             * @default 0.004
              */
             lr?: number;
             /**
              * Lr Decay Steps
              * @description lr falls linearly to 0 over the last n
-             * @default 800
+             * @default 1200
              */
             lr_decay_steps?: number;
             /**
@@ -1268,7 +1272,7 @@ export interface components {
             seed?: number;
             /**
              * Steps
-             * @default 2000
+             * @default 2400
              */
             steps?: number;
         };
