@@ -19,6 +19,7 @@ from gpudeck.core.config import Settings
 EXAMPLES = int(os.environ.get("GPUDECK_FUZZ_EXAMPLES", "8"))
 MAX_TIME_S = os.environ.get("GPUDECK_FUZZ_MAX_TIME_S")
 # The coverage phase alone takes minutes (boundary values of every field): bench/fuzz.sh only.
+SEED = os.environ.get("GPUDECK_FUZZ_SEED", "1")
 PHASES = os.environ.get("GPUDECK_FUZZ_PHASES", "examples,fuzzing,stateful")
 CHECKS = "not_a_server_error,response_schema_conformance"
 # `GET /api/jobs/{id}/logs?follow=true` streams a queued job's log until the job ends, which it
@@ -40,32 +41,15 @@ def test_schemathesis_finds_no_server_errors(
     token = fuzz_token(session_factory)
     report = tmp_path / "report"
     with live_server(settings) as url:
-        command = [
-            str(Path(sys.executable).with_name("st")),
-            "run",
-            f"{url}/openapi.json",
-            "--header",
-            f"Authorization: Bearer {token}",
-            "--checks",
-            CHECKS,
-            "--max-examples",
-            str(EXAMPLES),
-            "--seed",
-            os.environ.get("GPUDECK_FUZZ_SEED", "1"),
-            "--workers",
-            "1",
-            "--request-timeout",
-            "30",
-            "--suppress-health-check",
-            "all",
-            "--report",
-            "junit",
-            "--report-dir",
-            str(report),
-        ]
+        command = [str(Path(sys.executable).with_name("st")), "run", f"{url}/openapi.json"]
+        command += ["--header", f"Authorization: Bearer {token}", "--checks", CHECKS]
+        command += ["--max-examples", str(EXAMPLES), "--seed", SEED, "--phases", PHASES]
+        command += ["--workers", "1", "--request-timeout", "5", "--suppress-health-check", "all"]
+        command += ["--report", "junit", "--report-dir", str(report)]
         if MAX_TIME_S:
             command += ["--max-time", MAX_TIME_S]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+        # cwd: schemathesis keeps a cache in .schemathesis/ of its working directory.
+        result = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=tmp_path)
     summary = result.stdout[-6000:]
     print(summary)
     problems = junit_problems(report)
