@@ -65,6 +65,9 @@ def test_threads_split_the_cores() -> None:
 
 @pytest.fixture(scope="module")
 def launcher() -> Iterator[Launcher]:
+    # multiprocessing has one forkserver per process; another test module may have started it
+    # with its own preload and environment. A worker owns its process, so here we start afresh.
+    forkserver._forkserver._stop()  # type: ignore[attr-defined]
     os.environ["GPUDECK_KIND_MODULES"] = "launch_kinds"  # inherited by the forkserver
     sys.path.insert(0, str(HERE))
     launcher = Launcher([*PRELOAD, "launch_kinds"])
@@ -72,6 +75,7 @@ def launcher() -> Iterator[Launcher]:
     assert launcher.wait_warm(240)
     yield launcher
     os.environ.pop("GPUDECK_KIND_MODULES", None)
+    forkserver._forkserver._stop()  # type: ignore[attr-defined]
 
 
 def request(tmp_path: Path, job_id: int, config: dict[str, Any], world: int = 2) -> LaunchRequest:

@@ -9,11 +9,12 @@ and every byte of the rank's state is in it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 import torch
 import torch.distributed as dist
-from torch.profiler import ProfilerActivity, profile, record_function
+from memory_measure import clean_measurer, measure
 
 from gpudeck.trainer.memory import estimate_sae, max_batch_size, trace_spec
 from gpudeck.trainer.memory_trace import trace
@@ -27,85 +28,48 @@ CPU = torch.device("cpu")
 
 
 @pytest.fixture(scope="module")
-def gloo_world_of_one() -> Iterator[None]:
-    """DDP needs a process group; the trainer wraps even a single rank."""
-    if not dist.is_initialized():
-        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
+def measurer() -> Iterator[ProcessPoolExecutor]:
+    with clean_measurer() as pool:
+        yield pool
+
+
+def measured_step_peak(pool: ProcessPoolExecutor, config: SaeConfig, *, ddp: bool) -> int:
+    return int(pool.submit(measure, config.model_dump(mode="json"), ddp).result(timeout=600))
 
 
 def _config(d_in: int, d_sae: int, batch: int, dtype: str, **extra: object) -> SaeConfig:
     return SaeConfig(d_in=d_in, d_sae=d_sae, batch_size=batch, dtype=dtype, **extra)  # type: ignore[arg-type]
 
 
-def measured_step_peak(config: SaeConfig, *, ddp: bool) -> int:
-    """Live bytes at the peak of the 2nd real step, as the trainer builds and runs it."""
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        model = build_model(config, CPU)
-        module = wrap_ddp(model, config, CPU) if ddp else model
-        optimizer = torch.optim.Adam(
-            model.parameters(), lr=config.lr, betas=(config.adam_beta1, config.adam_beta2)
-        )
-        batch = torch.randn(config.batch_size, config.d_in).to(model.W_enc.dtype)
-        for step in (1, 2):
-            with record_function(f"step_{step}"):
-                output = train_step(
-                    module,
-                    optimizer,
-                    batch,
-                    l1_coefficient=config.l1_coefficient,
-                    grad_clip_norm=config.grad_clip_norm,
-                )
-                del output
-        del module, model, optimizer, batch
-    return _peak_in_window(prof, "step_2")
-
-
-def _peak_in_window(prof: profile, window: str) -> int:
-    events = list(prof.profiler.kineto_results.events())  # type: ignore[union-attr]
-    (marker,) = [e for e in events if e.name() == window]
-    start, end = marker.start_ns(), marker.start_ns() + marker.duration_ns()
-    memory = sorted((e for e in events if e.name() == "[memory]"), key=lambda e: e.start_ns())
-    live, peak = 0, 0
-    for event in memory:
-        if event.start_ns() > end:
-            break
-        if event.start_ns() >= start:
-            peak = max(peak, live)  # the level the step started from counts too
-        live += event.nbytes()
-        if event.start_ns() >= start:
-            peak = max(peak, live)
-    return peak
-
-
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize(("d_in", "d_sae", "batch"), SHAPES)
 def test_estimate_matches_real_ddp_step(
-    gloo_world_of_one: None, d_in: int, d_sae: int, batch: int, dtype: str
+    measurer: ProcessPoolExecutor, d_in: int, d_sae: int, batch: int, dtype: str
 ) -> None:
     config = _config(d_in, d_sae, batch, dtype)
     estimate = estimate_sae(config, 1, device_type="cpu")
-    measured = measured_step_peak(config, ddp=True)
+    measured = measured_step_peak(measurer, config, ddp=True)
     assert estimate.peak_step_bytes == pytest.approx(measured, rel=TOLERANCE)
     assert sum(estimate.bytes_by_component().values()) == estimate.bytes_per_device
 
 
 @pytest.mark.parametrize(("d_in", "d_sae", "batch"), SHAPES)
-def test_trace_matches_plain_step(d_in: int, d_sae: int, batch: int) -> None:
+def test_trace_matches_plain_step(
+    measurer: ProcessPoolExecutor, d_in: int, d_sae: int, batch: int
+) -> None:
     """The trace itself, without DDP's buckets, and with gradient clipping on."""
     config = _config(d_in, d_sae, batch, "float32", grad_clip_norm=1.0)
     spec = trace_spec(config, batch, "cpu")
     traced = trace(spec.__class__(**{**spec.__dict__, "ddp": False}))
-    measured = measured_step_peak(config, ddp=False)
+    measured = measured_step_peak(measurer, config, ddp=False)
     assert traced.peak_bytes == pytest.approx(measured, rel=TOLERANCE)
 
 
-def test_bucket_view_false_costs_a_copy_of_the_parameters(gloo_world_of_one: None) -> None:
+def test_bucket_view_false_costs_a_copy_of_the_parameters(measurer: ProcessPoolExecutor) -> None:
     config = _config(256, 2048, 64, "float32", ddp={"gradient_as_bucket_view": False})
     estimate = estimate_sae(config, 1, device_type="cpu")
     assert estimate.peak_step_bytes == pytest.approx(
-        measured_step_peak(config, ddp=True), rel=TOLERANCE
+        measured_step_peak(measurer, config, ddp=True), rel=TOLERANCE
     )
     assert estimate.bytes_by_component()["ddp_buckets"] == 4 * (2 * 256 * 2048 + 256 + 2048)
 
@@ -140,7 +104,6 @@ def test_max_batch_fits_and_is_the_largest() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_estimate_matches_cuda_max_memory_allocated() -> None:
     """On the device machine: the estimate against the allocator's own peak counter."""
     device = torch.device("cuda", 0)
