@@ -10,7 +10,9 @@ from gpudeck.main import create_app
 
 
 def openapi_json() -> str:
-    app = create_app(Settings(database_url="postgresql://unused/unused", redis_url="redis://unused"))
+    app = create_app(
+        Settings(database_url="postgresql://unused/unused", redis_url="redis://unused")
+    )
     return json.dumps(app.openapi(), indent=2, sort_keys=True) + "\n"
 
 
