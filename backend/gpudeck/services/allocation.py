@@ -57,13 +57,22 @@ def reserve(session: Session, job: Job, devices: Sequence[Chosen]) -> None:
         if not isinstance(exc.orig, UniqueViolation):
             raise
         holders = live_holders(session, job.node, [d.uuid for d in devices])
-        raise GpuBusy(
-            [
-                BusyDevice(d.node, d.uuid, d.index, holders[d.uuid], "held_by_job")
-                for d in devices
-                if d.uuid in holders
-            ]
-        ) from None
+        raise GpuBusy(busy_devices(devices, holders)) from None
+
+
+def raise_if_held(session: Session, node: str, devices: Sequence[Chosen]) -> None:
+    """GpuBusy naming each of `devices` that a live allocation holds, and its job."""
+    holders = live_holders(session, node, [d.uuid for d in devices])
+    if holders:
+        raise GpuBusy(busy_devices(devices, holders))
+
+
+def busy_devices(devices: Sequence[Chosen], holders: dict[str, int]) -> list[BusyDevice]:
+    return [
+        BusyDevice(d.node, d.uuid, d.index, holders[d.uuid], "held_by_job")
+        for d in devices
+        if d.uuid in holders
+    ]
 
 
 def reserve_count(

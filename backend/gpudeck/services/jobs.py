@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from gpudeck.models import Device, Job, JobStatus, Node
 from gpudeck.schemas.jobs import DeviceRef, JobCreate
 from gpudeck.services import job_state
-from gpudeck.services.allocation import Chosen, reserve, reserve_count
+from gpudeck.services.allocation import Chosen, raise_if_held, reserve, reserve_count
 from gpudeck.services.errors import InvalidInput, InvalidTransition, JobNotFound, UnknownDevice
 from gpudeck.services.placement import InsufficientMemory, LiveMemory, short_devices
 from gpudeck.trainer.kinds import get_kind, registry
@@ -105,6 +105,9 @@ def create_job(
     check = live is not None and estimate is not None and not spec.force
     if spec.devices is not None:
         node, devices = resolve_devices(session, spec.devices)
+        # Fast refusal for the common conflict, before any insert; the unique index still
+        # decides every race this read cannot see.
+        raise_if_held(session, node, devices)
         short = short_devices([(d.node, d.uuid) for d in devices], estimate or 0, live or {})
         if check and short:
             raise InsufficientMemory(int(estimate or 0), short)

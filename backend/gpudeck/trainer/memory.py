@@ -13,6 +13,7 @@ allocator rounds. Two terms are added from outside the trace, each documented in
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Literal
@@ -67,7 +68,13 @@ def estimate_sae(
     """Peak memory per device of one rank training `config` on `world_size` ranks."""
     if world_size < 1 or config.batch_size % world_size:
         raise ValueError(f"batch_size {config.batch_size} does not split across {world_size} ranks")
-    return _estimate_cached(config.model_dump_json(), world_size, device_type)
+    # One trace at a time: concurrent first requests for a config (a burst of submissions)
+    # would otherwise each trace it, all holding the GIL, before the cache has the answer.
+    with _TRACE_LOCK:
+        return _estimate_cached(config.model_dump_json(), world_size, device_type)
+
+
+_TRACE_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=512)
