@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 import redis
 from fastapi.testclient import TestClient
 from harness import make_job
@@ -17,22 +20,31 @@ HUGE = {"d_in": 4096, "d_sae": 1_048_576, "batch_size": 64, "steps": 10}
 SMALL = {"d_in": 64, "d_sae": 512, "batch_size": 64, "steps": 10}
 
 
-def sample_once(settings: Settings, r: redis.Redis, sessions: sessionmaker[Session]) -> None:
-    """One real sample of the simulated devices, through the real sampler, into Redis."""
-    Sampler(
-        make_provider(settings), node=settings.node_name, redis_client=r, sessions=sessions
-    ).tick()
-
-
-def test_too_little_free_memory_is_a_conflict_with_the_numbers(
-    client: TestClient,
-    db: Session,
+@pytest.fixture
+def sampled(
     devices: str,
     settings: Settings,
     redis_client: redis.Redis,
     session_factory: sessionmaker[Session],
+) -> Callable[[], None]:
+    """Takes one real sample of the simulated devices, through the real sampler, into Redis."""
+    sampler = Sampler(
+        make_provider(settings),
+        node=settings.node_name,
+        redis_client=redis_client,
+        sessions=session_factory,
+    )
+
+    def take_sample() -> None:
+        sampler.tick()
+
+    return take_sample
+
+
+def test_too_little_free_memory_is_a_conflict_with_the_numbers(
+    client: TestClient, db: Session, sampled: Callable[[], None]
 ) -> None:
-    sample_once(settings, redis_client, session_factory)
+    sampled()
     body = {"kind": "sae", "config": HUGE, "devices": [{"index": 0}]}
     refused = client.post("/api/jobs", json=body)
     assert refused.status_code == 409, refused.text
@@ -49,14 +61,9 @@ def test_too_little_free_memory_is_a_conflict_with_the_numbers(
 
 
 def test_count_passes_over_devices_without_room(
-    client: TestClient,
-    db: Session,
-    devices: str,
-    settings: Settings,
-    redis_client: redis.Redis,
-    session_factory: sessionmaker[Session],
+    client: TestClient, db: Session, sampled: Callable[[], None]
 ) -> None:
-    sample_once(settings, redis_client, session_factory)
+    sampled()
     response = client.post("/api/jobs", json={"kind": "sae", "config": HUGE, "count": 1})
     assert response.status_code == 409
     assert response.json()["detail"]["code"] == "not_enough_devices"
@@ -66,15 +73,10 @@ def test_count_passes_over_devices_without_room(
 
 
 def test_recommend_excludes_held_devices_with_their_holder(
-    client: TestClient,
-    db: Session,
-    devices: str,
-    settings: Settings,
-    redis_client: redis.Redis,
-    session_factory: sessionmaker[Session],
+    client: TestClient, db: Session, sampled: Callable[[], None]
 ) -> None:
     holder = make_job(db, devices=[0, 1])
-    sample_once(settings, redis_client, session_factory)
+    sampled()
     response = client.post(
         "/api/gpus/recommend",
         json={"bytes_per_device": 10 * 1024**3, "count": 3, "strategy": "memory"},
