@@ -27,9 +27,7 @@ class Results:
     latencies_s: list[float] = field(default_factory=list)
     statuses: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     # device uuid -> [(held_from, held_until)] as the clients observed it
-    holds: dict[str, list[tuple[float, float]]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
+    holds: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: defaultdict(list))
 
 
 async def client_loop(
@@ -40,9 +38,7 @@ async def client_loop(
     think_s: float,
 ) -> None:
     while time.monotonic() < deadline:
-        if (
-            think_s
-        ):  # paced: each client submits at random times, think_s apart on average
+        if think_s:  # paced: each client submits at random times, think_s apart on average
             await asyncio.sleep(rng.expovariate(1 / think_s))
         indices = rng.sample(range(8), rng.choice([1, 2]))
         body = {
@@ -104,10 +100,7 @@ async def reservations(
     ) as http:
         deadline = time.monotonic() + seconds
         await asyncio.gather(
-            *(
-                client_loop(http, deadline, random.Random(i), out, think_s)
-                for i in range(clients)
-            )
+            *(client_loop(http, deadline, random.Random(i), out, think_s) for i in range(clients))
         )
     return out
 
@@ -147,19 +140,11 @@ def main() -> None:
         httpx.post(f"{server.url}/api/estimate", json={"kind": "sae"}, headers=server.headers,
                    timeout=300)  # fmt: skip
         health_rps = asyncio.run(baseline(server, args.clients, args.seconds / 2))
-        print(
-            f"{args.clients} clients, {args.seconds:.0f} s per run, 8 simulated devices"
-        )
+        print(f"{args.clients} clients, {args.seconds:.0f} s per run, 8 simulated devices")
         print(f"baseline GET /api/health: {health_rps:.1f} req/s")
         for think_s in args.think_s:
-            results = asyncio.run(
-                reservations(server, args.clients, args.seconds, think_s)
-            )
-            label = (
-                "back to back"
-                if think_s == 0
-                else f"paced, {think_s:g} s mean think time"
-            )
+            results = asyncio.run(reservations(server, args.clients, args.seconds, think_s))
+            label = "back to back" if think_s == 0 else f"paced, {think_s:g} s mean think time"
             report(label, results, args.seconds, health_rps)
 
 

@@ -30,9 +30,7 @@ def leftovers(marker: str) -> int:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) != os.getpid():
             try:
-                blob = (entry / "cmdline").read_bytes() + (
-                    entry / "environ"
-                ).read_bytes()
+                blob = (entry / "cmdline").read_bytes() + (entry / "environ").read_bytes()
             except OSError:
                 continue
             count += marker.encode() in blob
@@ -52,10 +50,7 @@ def start_and_stop(data_dir: Path) -> tuple[float, float, int]:
     )
     while True:
         try:
-            if (
-                httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=1).status_code
-                == 200
-            ):
+            if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=1).status_code == 200:
                 break
         except httpx.HTTPError:
             time.sleep(0.05)
@@ -73,12 +68,8 @@ def main() -> None:
     fresh = start_and_stop(data_dir)
     restart = start_and_stop(data_dir)
     print("                        healthy after   Ctrl-C to exit   processes left")
-    print(
-        f"fresh data directory    {fresh[0]:10.1f} s   {fresh[1]:11.1f} s   {fresh[2]:10d}"
-    )
-    print(
-        f"restart (baseline)      {restart[0]:10.1f} s   {restart[1]:11.1f} s   {restart[2]:10d}"
-    )
+    print(f"fresh data directory    {fresh[0]:10.1f} s   {fresh[1]:11.1f} s   {fresh[2]:10d}")
+    print(f"restart (baseline)      {restart[0]:10.1f} s   {restart[1]:11.1f} s   {restart[2]:10d}")
     print(
         f"fresh / restart: {fresh[0] / restart[0]:.2f}x; goal: healthy within 60 s -> "
         f"{'met' if fresh[0] <= 60 and fresh[2] == 0 and restart[2] == 0 else 'missed'}"

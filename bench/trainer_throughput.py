@@ -13,7 +13,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from gpudeck.trainer.launch import free_port, rank_environment
 from gpudeck.trainer.rank import RankSpec, run_rank
 
 D_IN, D_SAE, BATCH, ROWS = 512, 4096, 4096, 16384
@@ -28,22 +28,18 @@ D_IN, D_SAE, BATCH, ROWS = 512, 4096, 4096, 16384
 
 def _rank_main(spec: RankSpec, rank: int, world: int, port: int) -> None:
     os.environ.update(
-        {
-            "RANK": str(rank),
-            "LOCAL_RANK": str(rank),
-            "WORLD_SIZE": str(world),
-            "LOCAL_WORLD_SIZE": str(world),
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-        }
+        rank_environment(
+            rank=rank,
+            world_size=world,
+            master_addr="127.0.0.1",
+            master_port=port,
+            device_type="cpu",
+            device_index=None,
+            num_threads=spec.num_threads,
+            run_id=f"bench-{world}",
+        )
     )
     run_rank(spec)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def trainer_rate(data_dir: Path, world: int, steps: int) -> float:
@@ -67,7 +63,7 @@ def trainer_rate(data_dir: Path, world: int, steps: int) -> float:
         checkpoint_dir=str(run_dir / "ckpt"),
         num_threads=1,
     )
-    ctx, port = mp.get_context("spawn"), _free_port()
+    ctx, port = mp.get_context("spawn"), free_port()
     procs = [ctx.Process(target=_rank_main, args=(spec, r, world, port)) for r in range(world)]
     for proc in procs:
         proc.start()

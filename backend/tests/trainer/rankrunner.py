@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -17,28 +16,25 @@ from typing import Any
 import torch
 
 from gpudeck.trainer import checkpoint
+from gpudeck.trainer.launch import free_port, rank_environment
 from gpudeck.trainer.rank import RankSpec, run_rank
 
 _CTX = mp.get_context("forkserver")
 _CTX.set_forkserver_preload(["torch", "torch.distributed", "gpudeck.trainer.rank"])
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _rank_main(spec: RankSpec, rank: int, world: int, port: int, extra_kinds: list[str]) -> None:
     os.environ.update(
-        {
-            "RANK": str(rank),
-            "LOCAL_RANK": str(rank),
-            "WORLD_SIZE": str(world),
-            "LOCAL_WORLD_SIZE": str(world),
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-        }
+        rank_environment(
+            rank=rank,
+            world_size=world,
+            master_addr="127.0.0.1",
+            master_port=port,
+            device_type="cpu",
+            device_index=None,
+            num_threads=spec.num_threads,
+            run_id=f"test-{spec.job_id}",
+        )
     )
     if extra_kinds:
         from gpudeck.trainer import kinds
