@@ -2,8 +2,8 @@
 //   node e2e/run.mjs            screenshots go to frontend/test-results/
 //   E2E_SCREENSHOTS=1 node ...  screenshots go to docs/img/ (for the README)
 // Ends with "N passed, N failed"; exits non-zero when any test failed.
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { frontendDir, launchBrowser, repoDir, startServer, waitFor } from "./lib.mjs";
 
 const shotsDir = process.env.E2E_SCREENSHOTS === "1" ? join(repoDir, "docs/img") : join(frontendDir, "test-results");
@@ -164,6 +164,9 @@ async function main() {
     });
   } finally {
     await browser.close();
+    // CI keeps nothing but its output: show what the server and the ranks said before the
+    // data directory goes.
+    if (results.some((r) => !r.ok)) printServerLogs(server.logPath);
     await server.stop();
   }
   const passed = results.filter((r) => r.ok).length;
@@ -178,3 +181,23 @@ main().catch((error) => {
   console.log("e2e: 0 passed, 1 failed");
   process.exit(1);
 });
+
+function tail(path, lines) {
+  try {
+    return readFileSync(path, "utf8").split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(unreadable)";
+  }
+}
+
+function printServerLogs(logPath) {
+  const dataDir = dirname(logPath);
+  console.log(`--- last lines of ${logPath}\n${tail(logPath, 80)}`);
+  const jobsDir = join(dataDir, "jobs");
+  if (!existsSync(jobsDir)) return;
+  for (const job of readdirSync(jobsDir)) {
+    for (const file of readdirSync(join(jobsDir, job)).filter((f) => f.endsWith(".log") || f.endsWith(".traceback"))) {
+      console.log(`--- job ${job}: ${file}\n${tail(join(jobsDir, job, file), 30)}`);
+    }
+  }
+}

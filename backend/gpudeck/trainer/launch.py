@@ -51,6 +51,9 @@ PRELOAD = (
 )
 JOIN_GROUP_TIMEOUT_S = 30.0
 WARM_TIMEOUT_S = 300.0
+# How long a job waits for a warm-up already under way before it starts cold instead: a
+# warm-up that hangs must delay a job by seconds, not by WARM_TIMEOUT_S.
+WARM_WAIT_S = 30.0
 DeviceType = Literal["cpu", "cuda"]
 
 
@@ -325,7 +328,7 @@ class Launcher:
     def _context(self) -> tuple[Any, bool]:
         warming = self._warming
         if warming is not None and warming.is_alive():
-            warming.join(WARM_TIMEOUT_S)  # already importing: faster than a cold start
+            warming.join(WARM_WAIT_S)  # already importing: usually faster than a cold start
         if self._warm.is_set() and _forkserver_alive():
             return self._warm_ctx, True
         log.warning("warm launcher is not running: starting ranks cold and re-warming")
