@@ -83,7 +83,7 @@ def _prepare(database_url: str, devices: str) -> str:
 
 @contextmanager
 def bench_server(
-    devices: str = "8x80GiB", extra_env: dict[str, str] | None = None
+    devices: str = "8x80GiB", extra_env: dict[str, str] | None = None, workers: int = 1
 ) -> Iterator[BenchServer]:
     embedded = EmbeddedServices(Path(tempfile.mkdtemp(prefix="gpudeck-bench-")))
     try:
@@ -102,7 +102,9 @@ def bench_server(
             "GPUDECK_DATA_DIR": str(embedded.data_dir / "data"),
             **(extra_env or {}),
         }
-        process = subprocess.Popen([sys.executable, "-m", "gpudeck", "api"], env=env)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gpudeck", "api", "--workers", str(workers)], env=env
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_healthy(url, process)

@@ -133,14 +133,18 @@ def main() -> None:
         default=[0.0, 4.0],
         help="mean pause between a client's submissions; 0: back to back (closed loop)",
     )
+    parser.add_argument("--workers", type=int, default=1, help="API processes (gpudeck api)")
     args = parser.parse_args()
-    with bench_server() as server:
+    with bench_server(workers=args.workers) as server:
         # The API imports torch for its first estimate in the background: wait for it, so
         # every figure below is steady state.
         httpx.post(f"{server.url}/api/estimate", json={"kind": "sae"}, headers=server.headers,
                    timeout=300)  # fmt: skip
         health_rps = asyncio.run(baseline(server, args.clients, args.seconds / 2))
-        print(f"{args.clients} clients, {args.seconds:.0f} s per run, 8 simulated devices")
+        print(
+            f"{args.clients} clients, {args.seconds:.0f} s per run, 8 simulated devices, "
+            f"{args.workers} API process(es)"
+        )
         print(f"baseline GET /api/health: {health_rps:.1f} req/s")
         for think_s in args.think_s:
             results = asyncio.run(reservations(server, args.clients, args.seconds, think_s))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Annotated, Any
 
 import typer
 import uvicorn
@@ -12,7 +13,11 @@ from gpudeck.core import migrate as migrations
 from gpudeck.core.embedded import EmbeddedServices
 
 
-def api() -> None:
+def api(
+    workers: Annotated[
+        int, typer.Option(min=1, max=64, help="API processes sharing the port (GIL-bound load)")
+    ] = 1,
+) -> None:
     """Serve the REST API, WebSockets and dashboard (needs configured database and Redis URLs)."""
     settings = load_settings()
     if settings.database_url is None or settings.redis_url is None:
@@ -23,8 +28,12 @@ def api() -> None:
         raise typer.Exit(2)
     from gpudeck.main import create_app
 
+    # Several workers need an import string: each process builds its app from the environment.
+    app: Any = "gpudeck.main:create_app" if workers > 1 else create_app(settings)
     uvicorn.run(
-        create_app(settings),
+        app,
+        factory=workers > 1,
+        workers=workers,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
