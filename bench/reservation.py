@@ -68,6 +68,17 @@ def double_bookings(holds: dict[str, list[tuple[float, float]]]) -> int:
     return overlaps
 
 
+def bench_client(server: BenchServer, clients: int) -> httpx.AsyncClient:
+    """One connection per client; idle ones close before uvicorn's 5 s keep-alive does, or a
+    paced client would write into a connection the server is closing."""
+    return httpx.AsyncClient(
+        base_url=server.url,
+        headers=server.headers,
+        limits=httpx.Limits(max_connections=clients, keepalive_expiry=2),
+        timeout=60,
+    )
+
+
 async def baseline(server: BenchServer, clients: int, seconds: float) -> float:
     count = 0
 
@@ -77,12 +88,7 @@ async def baseline(server: BenchServer, clients: int, seconds: float) -> float:
             await http.get("/api/health")
             count += 1
 
-    async with httpx.AsyncClient(
-        base_url=server.url,
-        headers=server.headers,
-        limits=httpx.Limits(max_connections=clients, keepalive_expiry=2),
-        timeout=60,
-    ) as http:
+    async with bench_client(server, clients) as http:
         deadline = time.monotonic() + seconds
         await asyncio.gather(*(loop(http, deadline) for _ in range(clients)))
     return count / seconds
@@ -92,12 +98,7 @@ async def reservations(
     server: BenchServer, clients: int, seconds: float, think_s: float = 0.0
 ) -> Results:
     out = Results()
-    async with httpx.AsyncClient(
-        base_url=server.url,
-        headers=server.headers,
-        limits=httpx.Limits(max_connections=clients, keepalive_expiry=2),
-        timeout=60,
-    ) as http:
+    async with bench_client(server, clients) as http:
         deadline = time.monotonic() + seconds
         await asyncio.gather(
             *(client_loop(http, deadline, random.Random(i), out, think_s) for i in range(clients))

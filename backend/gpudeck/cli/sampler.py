@@ -9,7 +9,7 @@ from types import FrameType
 
 import typer
 
-from gpudeck.cli.settings import err_console, load_settings
+from gpudeck.cli.settings import err_console, load_service_settings
 
 
 def sampler() -> None:
@@ -20,14 +20,8 @@ def sampler() -> None:
     from gpudeck.telemetry.provider import make_provider
     from gpudeck.telemetry.sampler import Sampler
 
-    settings = load_settings()
+    settings = load_service_settings("sampler")
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
-    if settings.database_url is None or settings.redis_url is None:
-        err_console.print(
-            "[red]gpudeck sampler[/red] needs GPUDECK_DATABASE_URL and GPUDECK_REDIS_URL; "
-            "`gpudeck run` starts embedded ones"
-        )
-        raise typer.Exit(2)
     try:
         provider = make_provider(settings)
     except NvmlUnavailable as exc:
@@ -41,7 +35,7 @@ def sampler() -> None:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     engine = make_engine(settings.sqlalchemy_url, pool_size=1)
-    client = sync_client(settings.redis_url)
+    client = sync_client(str(settings.redis_url))  # set: load_service_settings checked it
     try:
         logging.getLogger("gpudeck.sampler").info(
             "sampling %d %s device(s) every %.2f s as node %s",

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 import uvicorn
 
-from gpudeck.cli.settings import err_console, load_settings
+from gpudeck.cli.settings import err_console, load_service_settings, load_settings
 from gpudeck.core import migrate as migrations
 from gpudeck.core.embedded import EmbeddedServices
 
@@ -19,13 +19,7 @@ def api(
     ] = 1,
 ) -> None:
     """Serve the REST API, WebSockets and dashboard (needs configured database and Redis URLs)."""
-    settings = load_settings()
-    if settings.database_url is None or settings.redis_url is None:
-        err_console.print(
-            "[red]gpudeck api[/red] needs GPUDECK_DATABASE_URL and GPUDECK_REDIS_URL; "
-            "`gpudeck run` starts embedded ones"
-        )
-        raise typer.Exit(2)
+    settings = load_service_settings("api")
     from gpudeck.main import create_app
 
     # Several workers need an import string: each process builds its app from the environment.

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from celery import Celery, signals
 
-from gpudeck.cli.settings import err_console, load_settings
+from gpudeck.cli.settings import load_service_settings
 from gpudeck.core.celery_app import RUN_JOB_TASK, make_celery, node_queue
 
 log = logging.getLogger("gpudeck.worker")
@@ -33,13 +33,7 @@ def worker(
     ),
 ) -> None:
     """Run this node's worker: it starts jobs' ranks, heartbeats them and reaps lost jobs."""
-    settings = load_settings()
-    if settings.database_url is None or settings.redis_url is None:
-        err_console.print(
-            "[red]gpudeck worker[/red] needs GPUDECK_DATABASE_URL and GPUDECK_REDIS_URL; "
-            "`gpudeck run` starts embedded ones"
-        )
-        raise typer.Exit(2)
+    settings = load_service_settings("worker")
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     import gpudeck.tasks.jobs  # noqa: F401  (registers run_job_task)
     from gpudeck.worker import runtime
