@@ -20,6 +20,10 @@ SAELENS_SPEC ?= sae-lens==6.54.12
 SAELENS_INSTALLED := $(SAELENS_VENV)/.installed
 FRONTEND_INSTALLED := frontend/node_modules/.installed
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
+# Test processes side by side (pytest-xdist), each with a database and Redis db of its own
+# (tests/harness.py). Two halve the suite's time even on two cores: most tests wait on
+# processes they started rather than compute.
+PYTEST_WORKERS ?= 2
 
 .PHONY: help install run test lint pytest frontend-install frontend-build frontend-test \
         frontend-e2e openapi system-deps saelens bench clean
@@ -74,10 +78,12 @@ frontend-test: $(FRONTEND_INSTALLED) openapi
 	cd frontend && npm run --silent check:api
 	cd frontend && npm run --silent typecheck
 	cd frontend && npm run --silent lint
+	cd frontend && npm run --silent format:check
 	cd frontend && npm run --silent test
 
 frontend-e2e: $(FRONTEND_INSTALLED) frontend-build system-deps
 	cd frontend && GPUDECK_BIN=$(CURDIR)/$(BIN)/gpudeck npm run --silent e2e
+	cd frontend && GPUDECK_BIN=$(CURDIR)/$(BIN)/gpudeck npm run --silent e2e:docs
 
 run: $(INSTALLED)
 	@if [ ! -f frontend/dist/index.html ]; then \
@@ -87,12 +93,14 @@ run: $(INSTALLED)
 	$(BIN)/gpudeck run
 
 lint: $(INSTALLED)
-	cd backend && ../$(BIN)/ruff check gpudeck tests ../bench
-	cd backend && ../$(BIN)/ruff format --check gpudeck tests ../bench
+	cd backend && ../$(BIN)/ruff check gpudeck tests ../bench ../examples
+	cd backend && ../$(BIN)/ruff format --check gpudeck tests ../bench ../examples
 	cd backend && ../$(BIN)/mypy gpudeck
+	cd backend && ../$(BIN)/lint-imports
 
 pytest: $(INSTALLED) $(SAELENS_INSTALLED) system-deps
-	cd backend && GPUDECK_SAELENS_PYTHON=$(CURDIR)/$(SAELENS_VENV)/bin/python ../$(BIN)/pytest -q
+	cd backend && GPUDECK_SAELENS_PYTHON=$(CURDIR)/$(SAELENS_VENV)/bin/python \
+	  ../$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=25
 
 test: lint pytest frontend-test frontend-e2e
 

@@ -89,7 +89,9 @@ def bench_server(
     try:
         database_url = os.environ.get("GPUDECK_BENCH_DATABASE_URL") or _local_database()
         database_url = database_url or embedded.start_postgres()
-        redis_url = "redis://127.0.0.1:6379/7" if _redis_reachable() else embedded.start_redis()
+        redis_url = os.environ.get("GPUDECK_BENCH_REDIS_URL") or (
+            "redis://127.0.0.1:6379/7" if _redis_reachable() else embedded.start_redis()
+        )
         token = _prepare(database_url, devices)
         port = _free_port()
         env = {

@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backend"))
 
-from gpudeck.trainer import memory
-from gpudeck.trainer.sae_config import SaeConfig
+from gpudeck.kinds.sae import memory
+from gpudeck.kinds.sae.config import SaeConfig
 
 GiB = 1024**3
 WARM_CALLS = 1000
@@ -40,7 +40,10 @@ def main() -> None:
             heuristic = memory.heuristic_bytes(config, world_size)
             error = heuristic / estimate.peak_step_bytes - 1
             warm_us = statistics.median(warm) * 1e6
-            total_gib, step_gib = estimate.bytes_per_device / GiB, estimate.peak_step_bytes / GiB
+            total_gib, step_gib = (
+                estimate.bytes_per_device / GiB,
+                estimate.peak_step_bytes / GiB,
+            )
             print(
                 f"{dtype:9} {world_size:>5} {cold_s:>8.3f} {warm_us:>8.1f} {total_gib:>13.2f} "
                 f"{step_gib:>14.2f} {heuristic / GiB:>14.2f} {error:>+14.1%}"

@@ -45,6 +45,7 @@ async def client_loop(
             "kind": "sae",
             "config": {"batch_size": 64 * len(indices), "steps": 10},
             "devices": [{"index": i, "node": NODE} for i in indices],
+            "queue": False,  # the immediate path: busy devices answer 409 (issue 13 queues)
         }
         started = time.monotonic()
         response = await http.post("/api/jobs", json=body)

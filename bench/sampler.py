@@ -22,10 +22,11 @@ from datetime import UTC, datetime
 from gpudeck.core.config import SimulatedDeviceSpec
 from gpudeck.core.db import make_engine, make_sessionmaker
 from gpudeck.core.redis import sync_client
-from gpudeck.schemas.telemetry import NodeSample
+from gpudeck.services.sampler_store import DatabaseSamplerStore
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.provider import SampleContext
 from gpudeck.telemetry.sampler import Sampler
+from gpudeck.telemetry.schema import NodeSample
 from gpudeck.telemetry.simulated import SimulatedProvider
 
 NODE = "bench-sampler"
@@ -50,7 +51,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=300)
     args = parser.parse_args()
     db_url = os.environ.get(
-        "GPUDECK_BENCH_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/gpudeck_bench"
+        "GPUDECK_BENCH_DATABASE_URL",
+        "postgresql+psycopg://postgres@127.0.0.1:5432/gpudeck_bench",
     )
     r = sync_client(os.environ.get("GPUDECK_BENCH_REDIS_URL", "redis://127.0.0.1:6379/3"))
     engine = make_engine(db_url, pool_size=1)
@@ -61,7 +63,10 @@ def main() -> None:
         for count in (8, 64):
             provider = SimulatedProvider(SimulatedDeviceSpec.parse(f"{count}x80GiB"), NODE)
             sampler = Sampler(
-                provider, node=NODE, redis_client=r, sessions=make_sessionmaker(engine)
+                provider,
+                node=NODE,
+                redis_client=r,
+                store=DatabaseSamplerStore(make_sessionmaker(engine)),
             )
             sampler.tick()  # warm: registers the inventory, opens connections
 

@@ -80,7 +80,14 @@ def run_round(url: str, token: str, api: psutil.Process, clients: int, seconds: 
     workers = [
         mp.Process(
             target=client_process,
-            args=(ws_url, token, clients // procs + (i < clients % procs), window, ready_q, out),
+            args=(
+                ws_url,
+                token,
+                clients // procs + (i < clients % procs),
+                window,
+                ready_q,
+                out,
+            ),
         )
         for i in range(procs)
     ]
@@ -129,7 +136,7 @@ def main() -> None:
         "GPUDECK_LOG_LEVEL": "warning",
     }
     with bench_server("8x80GiB", extra_env=env_extra) as server:
-        api = next(p for p in psutil.Process().children() if p.cmdline()[-1:] == ["api"])
+        api = next(p for p in psutil.Process().children() if "api" in p.cmdline())
         env = {**os.environ, **env_extra, "GPUDECK_DATABASE_URL": server.database_url}
         sampler = subprocess.Popen([sys.executable, "-m", "gpudeck", "sampler"], env=env)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # still run the clean-ups
@@ -138,7 +145,10 @@ def main() -> None:
             print(f"one API process, 8 simulated devices at 1 Hz, {args.seconds:.0f} s per round")
             print("clients connected  samples  p50 ms   p99 ms  cores  RSS MiB")
             for clients in args.clients:
-                print(run_round(server.url, server.token, api, clients, args.seconds), flush=True)
+                print(
+                    run_round(server.url, server.token, api, clients, args.seconds),
+                    flush=True,
+                )
         finally:
             sampler.terminate()
             sampler.wait(timeout=30)

@@ -1,6 +1,7 @@
-"""SAE trainer throughput (activations/s) on CPU: the trainer vs a plain PyTorch loop, 1 vs 2 ranks.
+"""SAE trainer throughput (activations/s) on CPU: the trainer vs a plain PyTorch loop, 1 vs 2 ranks;
+and the TopK step: sparse decoder vs dense, and vs SAELens's TopK training step.
 
-    cd backend && ../.venv/bin/python ../bench/trainer_throughput.py [--steps 8]
+    cd backend && ../.venv/bin/python ../bench/trainer_throughput.py [--steps 8] [--topk-only]
 
 Shape: d_in 512, d_sae 4096, global batch 4096, fp32, one thread per rank. Figures are the
 second half of the run (the first half warms up). Goals: trainer / plain >= 1.0x, 2 ranks /
@@ -13,39 +14,73 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from gpudeck.trainer.launch import free_port, rank_environment
-from gpudeck.trainer.rank import RankSpec, run_rank
+from gpudeck.engine.contract import JobLaunch
+from gpudeck.engine.launch import free_port
+from gpudeck.engine.rank import run_rank
 
 D_IN, D_SAE, BATCH, ROWS = 512, 4096, 4096, 16384
 
 
-def _rank_main(spec: RankSpec, rank: int, world: int, port: int) -> None:
-    os.environ.update(
-        rank_environment(
-            rank=rank,
-            world_size=world,
-            master_addr="127.0.0.1",
-            master_port=port,
-            device_type="cpu",
-            device_index=None,
-            num_threads=spec.num_threads,
-            run_id=f"bench-{world}",
-        )
-    )
-    run_rank(spec)
+def _rank_main(launch_json: str, rank: int) -> None:
+    place = JobLaunch.from_json(launch_json).rank(rank)
+    os.environ.update(place.environment())
+    run_rank(place)
 
 
-def trainer_rate(data_dir: Path, world: int, steps: int) -> float:
-    """Activations/s the trainer reports over its second half (rank 0's wall clock)."""
+def run_trainer(
+    data_dir: Path, config: dict[str, Any], world: int, job_id: int = 1
+) -> tuple[Path, float]:
+    """Run the real trainer (spawned rank processes, one thread each); returns its last
+    checkpoint and the wall-clock seconds the ranks took."""
     run_dir = Path(tempfile.mkdtemp(dir=data_dir))
+    launch = JobLaunch(
+        job_id=job_id,
+        kind="sae",
+        config=config,
+        run_dir=str(run_dir),
+        data_dir=str(data_dir),
+        checkpoint_dir=str(run_dir / "ckpt"),
+        device_type="cpu",
+        device_indices=tuple(range(world)),
+        master_port=free_port(),
+        num_threads=1,
+    )
+    ctx, text = mp.get_context("spawn"), launch.to_json()
+    procs = [ctx.Process(target=_rank_main, args=(text, r)) for r in range(world)]
+    start = time.perf_counter()
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+    elapsed = time.perf_counter() - start
+    assert all(proc.exitcode == 0 for proc in procs), "a rank failed: see " + str(run_dir)
+    last = max((run_dir / "ckpt").glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
+    return last, elapsed
+
+
+def last_metrics(checkpoint: Path) -> dict[str, float]:
+    run_dir = checkpoint.parents[1]
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    metrics = [json.loads(e["data"])["metrics"] for e in events if e["type"] == "metrics"]
+    return metrics[-1]  # type: ignore[no-any-return]
+
+
+def trainer_rate(data_dir: Path, world: int, steps: int, **overrides: Any) -> float:
+    """Activations/s the trainer reports over its second half (rank 0's wall clock)."""
     config = {
+        "architecture": "standard",
+        "l1_coefficient": 1e-3,
+        "normalize_activations": "none",  # as the plain loop: raw inputs, b_dec from 0
+        "b_dec_init": "zeros",
         "d_in": D_IN,
         "d_sae": D_SAE,
         "batch_size": BATCH,
@@ -53,26 +88,10 @@ def trainer_rate(data_dir: Path, world: int, steps: int) -> float:
         "metrics_interval": steps // 2,
         "checkpoint_interval": 10**8,
         "dataset": {"type": "file", "path": "acts.npy"},
+        **overrides,
     }
-    spec = RankSpec(
-        job_id=world,
-        kind="sae",
-        config=config,
-        run_dir=str(run_dir),
-        data_dir=str(data_dir),
-        checkpoint_dir=str(run_dir / "ckpt"),
-        num_threads=1,
-    )
-    ctx, port = mp.get_context("spawn"), free_port()
-    procs = [ctx.Process(target=_rank_main, args=(spec, r, world, port)) for r in range(world)]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join()
-    assert all(proc.exitcode == 0 for proc in procs), "a rank failed: see " + str(run_dir)
-    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    metrics = [json.loads(e["data"])["metrics"] for e in events if e["type"] == "metrics"]
-    return float(metrics[-1]["activations_per_s"])
+    checkpoint, _ = run_trainer(data_dir, config, world, job_id=world)
+    return float(last_metrics(checkpoint)["activations_per_s"])
 
 
 def plain_rate(acts: np.ndarray, steps: int, l1_coefficient: float = 1e-3) -> float:
@@ -103,10 +122,91 @@ def plain_rate(acts: np.ndarray, steps: int, l1_coefficient: float = 1e-3) -> fl
     return BATCH * (steps - steps // 2) / (time.perf_counter() - start)
 
 
+TOPK = {"d_in": 512, "d_sae": 16384, "batch": 4096, "k": 32}
+
+
+TOPK_VARIANTS = {  # name: (architecture, sparse_decoder, sparse_encoder_backward)
+    "dense decoder": ("topk", False, False),
+    "sparse decoder, dense encoder backward": ("topk", True, False),
+    "sparse decoder + encoder backward": ("topk", True, True),
+    "BatchTopK dense": ("batchtopk", False, False),
+    "BatchTopK sparse": ("batchtopk", True, True),
+}
+
+
+def topk_step_s(steps: int) -> dict[str, float]:
+    """Median seconds per TopK training step (the trainer's train_step, one thread, fp32) of
+    each variant, the variants interleaved step by step so that the machine's load changes
+    hit them alike; the first step of each is a warm-up. AuxK off (no dead latents), as in
+    SAELens's timed step below."""
+    from gpudeck.kinds.sae.config import SaeConfig
+    from gpudeck.kinds.sae.model import train_step
+    from gpudeck.kinds.sae.train import build_model
+
+    torch.set_num_threads(1)
+    x = torch.randn(TOPK["batch"], TOPK["d_in"], generator=torch.Generator().manual_seed(0))
+    x = x.relu()
+    runs = {}
+    for name, (architecture, sparse, encoder) in TOPK_VARIANTS.items():
+        config = SaeConfig(
+            architecture=architecture,
+            d_in=TOPK["d_in"],
+            d_sae=TOPK["d_sae"],
+            k=TOPK["k"],
+            batch_size=TOPK["batch"],
+            sparse_decoder=sparse,
+        )
+        model = build_model(config, torch.device("cpu"))
+        model.sparse_encoder_backward = encoder  # type: ignore[attr-defined]
+        runs[name] = (model, torch.optim.Adam(model.parameters(), lr=1e-4))
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(steps + 1):
+        for name, (model, optimizer) in runs.items():
+            start = time.perf_counter()
+            train_step(model, optimizer, x, coefficient=0.0)
+            times[name].append(time.perf_counter() - start)
+    return {name: float(np.median(t[1:])) for name, t in times.items()}
+
+
+def saelens_topk_step_s(steps: int) -> float | None:
+    python = Path(os.environ.get("GPUDECK_SAELENS_PYTHON", "../.venv-saelens/bin/python"))
+    if not python.exists():
+        return None
+    side = str(Path(__file__).with_name("_saelens_side.py"))
+    spec = json.dumps({**TOPK, "steps": steps})
+    out = subprocess.run(
+        [str(python), side, "step", spec], capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0:
+        raise SystemExit(out.stderr[-3000:])
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["step_s"])
+
+
+def topk_section(steps: int) -> None:
+    ours = topk_step_s(steps)
+    theirs = saelens_topk_step_s(steps + 1)
+    shape = ", ".join(f"{k} {v}" for k, v in TOPK.items())
+    print(f"TopK step ({shape}, fp32, 1 thread, cpu, median of {steps} interleaved steps)")
+    for name, seconds in ours.items():
+        dense = ours["BatchTopK dense" if name.startswith("BatchTopK") else "dense decoder"]
+        print(f"GPUDeck {name:40s}: {seconds:7.3f} s/step  ({dense / seconds:.2f}x dense)")
+    if theirs is not None:
+        best = ours["sparse decoder + encoder backward"]
+        print(
+            f"{'SAELens TopK (its own process, after)':48s}: {theirs:7.3f} s/step "
+            f" (GPUDeck sparse {theirs / best:.2f}x faster)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=8)
-    steps = parser.parse_args().steps
+    parser.add_argument("--topk-only", action="store_true")
+    args = parser.parse_args()
+    steps = args.steps
+    topk_section(max(2, steps // 2))
+    if args.topk_only:
+        return
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp)
         (data_dir / "datasets").mkdir()

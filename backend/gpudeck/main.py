@@ -12,6 +12,8 @@ from fastapi import FastAPI
 from gpudeck import __version__
 from gpudeck.api.body_limit import BodyLimitMiddleware
 from gpudeck.api.errors import install_error_handlers
+from gpudeck.api.log_filters import install_log_filters
+from gpudeck.api.outage import StoreOutageMiddleware
 from gpudeck.api.routes import (
     auth,
     datasets,
@@ -21,29 +23,36 @@ from gpudeck.api.routes import (
     jobs,
     meta,
     metrics,
+    queue,
     recommend,
     ws_jobs,
     ws_telemetry,
 )
 from gpudeck.api.routes.dashboard import DEFAULT_DIST, dashboard_router
+from gpudeck.api.routes.docs import install_bearer_scheme
+from gpudeck.api.routes.docs import router as docs_router
 from gpudeck.api.security import SecurityMiddleware, check_bind
 from gpudeck.api.sessions import release_sessions_in_endpoint_thread
+from gpudeck.api.telemetry_hub import TelemetryHub
 from gpudeck.core.celery_app import make_celery
 from gpudeck.core.config import Settings, get_settings
-from gpudeck.core.db import make_engine, make_sessionmaker
-from gpudeck.core.redis import async_client, sync_client
+from gpudeck.core.db import API_TIMEOUTS, make_engine, make_sessionmaker
+from gpudeck.core.redis import API_TIMEOUT_S, async_client, sync_client
+from gpudeck.engine.kinds import registry
 from gpudeck.services.jobs import estimate_bytes_per_device
-from gpudeck.services.telemetry_hub import TelemetryHub
-from gpudeck.trainer.sae_config import SaeConfig
 
 log = logging.getLogger(__name__)
 
 
 def warm_estimator() -> None:
-    try:
-        estimate_bytes_per_device("sae", SaeConfig().model_dump(), 1)
-    except Exception:  # a warm-up is an optimisation: never let it take the API down
-        log.exception("warming the memory estimator failed")
+    """Estimate each kind's default config once, so the first form is answered at once."""
+    for kind in registry().values():
+        if not kind.warm_estimate:
+            continue
+        try:
+            estimate_bytes_per_device(kind.name, kind.config_model().model_dump(), 1)
+        except Exception:  # a warm-up is an optimisation: never let it take the API down
+            log.exception("warming the memory estimate of kind %r failed", kind.name)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -52,14 +61,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = make_engine(settings.sqlalchemy_url)
+        install_log_filters()  # no token in uvicorn's logs
+        engine = make_engine(settings.sqlalchemy_url, timeouts=API_TIMEOUTS)
         app.state.settings = settings
         app.state.engine = engine
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.celery = make_celery(settings)
-        app.state.redis = sync_client(str(settings.redis_url))
+        app.state.redis = sync_client(str(settings.redis_url), timeout_s=API_TIMEOUT_S)
         hub = TelemetryHub(
-            async_client(str(settings.redis_url)), history_s=settings.telemetry_history_s
+            async_client(str(settings.redis_url), timeout_s=API_TIMEOUT_S, block_s=1.0),
+            history_s=settings.telemetry_history_s,
         )
         app.state.telemetry_hub = hub
         await hub.start()
@@ -79,7 +90,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="Run distributed PyTorch training on the GPUs of a workstation or cluster.",
         lifespan=lifespan,
+        docs_url=None,  # served from GPUDeck's own assets (api/routes/docs.py), not a CDN
+        redoc_url=None,
     )
+    install_bearer_scheme(app)
     app.add_middleware(
         BodyLimitMiddleware,
         max_bytes=settings.max_body_bytes,
@@ -87,6 +101,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     # Added last, so outermost: Host, Origin and token are checked before anything else runs.
     app.add_middleware(SecurityMiddleware, settings=settings)
+    # Outermost of all: a store outage anywhere below, the token lookup included, is a 503.
+    app.add_middleware(StoreOutageMiddleware)
     install_error_handlers(app)
     for module in (
         meta,
@@ -99,9 +115,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics,
         ws_telemetry,
         job_runs,
+        queue,
         ws_jobs,
     ):
         app.include_router(release_sessions_in_endpoint_thread(module.router))
+    app.include_router(docs_router)
     # Last: its catch-all path must not shadow the API.
     app.include_router(dashboard_router(settings.dashboard_dir or DEFAULT_DIST))
     return app

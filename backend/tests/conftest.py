@@ -25,6 +25,11 @@ from gpudeck.core.db import make_engine, make_sessionmaker
 from gpudeck.main import create_app
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests first: a long test collected last would keep one worker busy alone."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # a stable sort
+
+
 @pytest.fixture(scope="session")
 def service_urls() -> Iterator[tuple[str, str]]:
     database_url, redis_url, embedded = resolve_services()

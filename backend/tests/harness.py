@@ -2,7 +2,8 @@
 
 Services: GPUDECK_TEST_DATABASE_URL / GPUDECK_TEST_REDIS_URL when set; else the local servers at
 127.0.0.1:5432 (database `test`) and 127.0.0.1:6379 when reachable; else embedded ones started
-for the session under a temporary directory.
+for the session under a temporary directory. Under `pytest -n` each xdist worker takes a database
+and a Redis database number of its own on those servers (`test_gw0`, db 1; `test_gw1`, db 2...).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import uvicorn
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
@@ -38,7 +41,7 @@ LOCAL_REDIS_URL = "redis://127.0.0.1:6379/0"
 TEST_NODE = "testnode"
 TABLES = (
     "job_metrics", "checkpoints", "allocations", "jobs", "devices", "nodes",
-    "audit_events", "api_tokens", "users",
+    "audit_events", "api_tokens", "users", "user_quotas",
 )  # fmt: skip
 
 
@@ -58,7 +61,31 @@ def resolve_services() -> tuple[str, str, EmbeddedServices]:
     redis_url = os.environ.get("GPUDECK_TEST_REDIS_URL")
     if not redis_url:
         redis_url = LOCAL_REDIS_URL if reachable(6379) else embedded.start_redis()
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # "gw0", "gw1"... under `pytest -n`
+    if worker:
+        database_url = _database_of_its_own(database_url, worker)
+        redis_url = _redis_db_of_its_own(redis_url, int(worker.removeprefix("gw")) + 1)
     return database_url, redis_url, embedded
+
+
+def _database_of_its_own(database_url: str, worker: str) -> str:
+    """Every test truncates every table, so two workers must never share a database."""
+    url = make_url(database_url)
+    name = f"{url.database}_{worker}"
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name})
+            if exists.first() is None:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        engine.dispose()
+    return url.set(database=name).render_as_string(hide_password=False)
+
+
+def _redis_db_of_its_own(redis_url: str, number: int) -> str:
+    """Workers' Celery queues, streams and keys apart: a worker's jobs stay its own."""
+    return urlsplit(redis_url)._replace(path=f"/{number}").geturl()
 
 
 def truncate_all(session: Session) -> None:
@@ -86,8 +113,10 @@ def make_job(
     count: int | None = None,
     config: dict[str, Any] | None = None,
     status: JobStatus = JobStatus.queued,
+    queue: bool = False,
 ) -> Job:
-    """A committed job holding the given device indices (or `count` picked ones)."""
+    """A committed job holding the given device indices (or `count` picked ones); busy devices
+    raise, unless `queue` (then it may wait for them, holding nothing)."""
     world_size = len(devices) if devices else int(count or 1)
     spec = JobCreate(
         kind="sae",
@@ -95,6 +124,7 @@ def make_job(
         devices=[{"index": i, "node": TEST_NODE} for i in devices] if devices else None,  # type: ignore[misc]
         count=count if devices is None else None,
         node=TEST_NODE if devices is None else None,
+        queue=queue,
     )
     job = job_service.create_job(session, spec, owner="tester")
     session.commit()

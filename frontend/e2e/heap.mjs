@@ -44,7 +44,10 @@ async function main() {
     await cdp.send("Performance.enable");
     await cdp.send("HeapProfiler.enable");
     await sleep(5000); // let the first renders settle
-    const points = (await page.$$eval('[data-testid="sparkline"] .chart-host', (els) => els.map((e) => Number(e.dataset.points)))).reduce((a, b) => a + b, 0);
+    const points = (await page.$$eval('[data-testid="sparkline"] .chart-host', (els) => els.map((e) => Number(e.dataset.points)))).reduce(
+      (a, b) => a + b,
+      0,
+    );
     const samples = [];
     const started = Date.now();
     console.log(`heap: 16 devices at 1 Hz for ${durationS} s, measuring every ${intervalS} s`);
@@ -52,11 +55,15 @@ async function main() {
       const elapsed = (Date.now() - started) / 1000;
       const heap = await heapAfterGc(cdp);
       samples.push({ t: elapsed, ...heap });
-      console.log(`  t=${elapsed.toFixed(0).padStart(4)} s  used ${mib(heap.used)}  total ${mib(heap.total)}  DOM nodes ${heap.nodes}  listeners ${heap.listeners}`);
+      console.log(
+        `  t=${elapsed.toFixed(0).padStart(4)} s  used ${mib(heap.used)}  total ${mib(heap.total)}  DOM nodes ${heap.nodes}  listeners ${heap.listeners}`,
+      );
       if (elapsed >= durationS) break;
       await sleep(Math.min(intervalS, durationS - elapsed) * 1000);
     }
-    const pointsEnd = (await page.$$eval('[data-testid="sparkline"] .chart-host', (els) => els.map((e) => Number(e.dataset.points)))).reduce((a, b) => a + b, 0);
+    const pointsEnd = (
+      await page.$$eval('[data-testid="sparkline"] .chart-host', (els) => els.map((e) => Number(e.dataset.points)))
+    ).reduce((a, b) => a + b, 0);
     const first = samples[0];
     const last = samples[samples.length - 1];
     const settled = samples.filter((s) => s.t >= Math.min(warmupS, durationS / 2));
@@ -66,7 +73,9 @@ async function main() {
     const allowed = Math.max(2 * MiB, 0.1 * baseline.used);
     const trend = (slope(settled) * 60) / 1024;
     const live = pointsEnd > points;
-    console.log(`heap: start ${mib(first.used)}, after ${baseline.t.toFixed(0)} s warm-up ${mib(baseline.used)}, end ${mib(last.used)}, max ${mib(max)}`);
+    console.log(
+      `heap: start ${mib(first.used)}, after ${baseline.t.toFixed(0)} s warm-up ${mib(baseline.used)}, end ${mib(last.used)}, max ${mib(max)}`,
+    );
     console.log(`heap: growth after warm-up ${mib(growth)} (allowed ${mib(allowed)}), trend ${trend.toFixed(1)} KiB/min`);
     console.log(`heap: chart points across the board ${points} -> ${pointsEnd} (${live ? "still updating" : "NOT updating"})`);
     const ok = growth <= allowed && live;

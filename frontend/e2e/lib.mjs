@@ -1,7 +1,7 @@
 // Shared by the browser tests and the heap measurement: a real `gpudeck run` on simulated
 // devices, and Debian's Chromium driven by playwright-core (no browser download).
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -12,6 +12,27 @@ export const frontendDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const repoDir = join(frontendDir, "..");
 export const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
 const GPUDECK = process.env.GPUDECK_BIN ?? join(repoDir, ".venv/bin/gpudeck");
+
+/**
+ * The example third-party kind (examples/kinds/gpudeck-kind-linreg) installed with pip into a
+ * fresh directory, as a user would install a kind, entry point and all; put `dir` on the
+ * server's PYTHONPATH to offer it. Built from a copy: setuptools writes into its source tree.
+ */
+export function installExampleKind() {
+  const dir = mkdtempSync(join(tmpdir(), "gpudeck-e2e-kind-"));
+  const source = join(dir, "src");
+  const site = join(dir, "site");
+  cpSync(join(repoDir, "examples/kinds/gpudeck-kind-linreg"), source, { recursive: true });
+  const python = process.env.E2E_PYTHON ?? join(dirname(GPUDECK), "python");
+  const pip = ["-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "--no-build-isolation"];
+  execFileSync(python, [...pip, "--target", site, source], { stdio: ["ignore", "ignore", "inherit"] });
+  return { dir: site, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** PYTHONPATH with `dir` in front of what this process has. */
+export function pythonPathWith(dir) {
+  return [dir, process.env.PYTHONPATH].filter(Boolean).join(":");
+}
 
 export function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -7,7 +7,9 @@ import { gzipSync } from "node:zlib";
 const BUDGET_BYTES = 250 * 1000;
 const assets = join(dirname(fileURLToPath(import.meta.url)), "../dist/assets");
 let total = 0;
-for (const name of readdirSync(assets).filter((n) => n.endsWith(".js")).sort()) {
+for (const name of readdirSync(assets)
+  .filter((n) => n.endsWith(".js"))
+  .sort()) {
   const raw = readFileSync(join(assets, name));
   const gz = gzipSync(raw, { level: 9 }).length;
   total += gz;

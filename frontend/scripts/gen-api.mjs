@@ -58,7 +58,9 @@ try {
       console.error("check:api: src/client/schema.d.ts is stale; run `npm run gen:api` and commit the result");
       process.exit(1);
     }
-    console.log(`check:api: the generated client matches the backend's schema${provisional.length ? ` (+${provisional.length} provisional)` : ""}`);
+    console.log(
+      `check:api: the generated client matches the backend's schema${provisional.length ? ` (+${provisional.length} provisional)` : ""}`,
+    );
   } else {
     writeFileSync(target, fresh);
     console.log(`gen-api: wrote src/client/schema.d.ts${provisional.length ? `; provisional: ${provisional.join(", ")}` : ""}`);

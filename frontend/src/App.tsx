@@ -8,6 +8,7 @@ import { Dashboard } from "./pages/Dashboard";
 import { JobDetail } from "./pages/JobDetail";
 import { Jobs } from "./pages/Jobs";
 import { NewJob } from "./pages/NewJob";
+import { Queue } from "./pages/Queue";
 
 function Header({ user, signOut }: { user: User; signOut: () => void }) {
   const telemetry = useTelemetryContext();
@@ -22,6 +23,7 @@ function Header({ user, signOut }: { user: User; signOut: () => void }) {
           GPUs
         </NavLink>
         <NavLink to="/jobs">Jobs</NavLink>
+        <NavLink to="/queue">Queue</NavLink>
         <NavLink to="/new">New job</NavLink>
       </nav>
       <ConnectionIndicator telemetry={telemetry} />
@@ -55,6 +57,7 @@ export function App({ client }: { client: QueryClient }) {
                   <Route path="/jobs" element={<Jobs />} />
                   <Route path="/jobs/:id" element={<JobDetail />} />
                   <Route path="/new" element={<NewJob />} />
+                  <Route path="/queue" element={<Queue />} />
                   <Route path="*" element={<NotFound />} />
                 </Routes>
               </main>

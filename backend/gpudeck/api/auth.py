@@ -5,14 +5,7 @@ from __future__ import annotations
 from fastapi.requests import HTTPConnection
 
 from gpudeck.core.security import Principal
-from gpudeck.services.users import Forbidden
-
-
-class NotAuthenticated(Forbidden):
-    def __init__(self) -> None:
-        super().__init__("a valid API token is required")
-        self.status_code = 401
-        self.code = "not_authenticated"
+from gpudeck.services.errors import Forbidden, NotAuthenticated
 
 
 def current_principal(connection: HTTPConnection) -> Principal:

@@ -8,10 +8,6 @@ from collections.abc import Mapping
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
-class BodyTooLarge(Exception):
-    pass
-
-
 class BodyLimitMiddleware:
     """Checks Content-Length up front and counts streamed chunks too (chunked uploads have none)."""
 
@@ -33,27 +29,37 @@ class BodyLimitMiddleware:
             await self._refuse(send, limit)
             return
         received = 0
-        response_started = False
+        response_started = refused = False
 
         async def counting_receive() -> Message:
-            nonlocal received
+            # Over the limit, the 413 goes out at once and the app is told the client left:
+            # raising here instead let FastAPI's body parser turn it into a 400.
+            nonlocal received, refused
+            if refused:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
-                    raise BodyTooLarge
+                    refused = True
+                    if not response_started:
+                        await self._refuse(send, limit)
+                    return {"type": "http.disconnect"}
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal response_started
+            if refused:
+                return  # the 413 is the response
             response_started = response_started or message["type"] == "http.response.start"
             await send(message)
 
         try:
             await self.app(scope, counting_receive, tracking_send)
-        except BodyTooLarge:
-            if not response_started:
-                await self._refuse(send, limit)
+        except Exception:
+            if not refused:
+                raise
+            # The app failed on the disconnect it was handed; the 413 has been sent.
 
     async def _refuse(self, send: Send, limit: int) -> None:
         body = json.dumps(

@@ -12,8 +12,8 @@ from gpudeck.api.auth import admin_principal, current_principal
 from gpudeck.core.config import Settings
 from gpudeck.core.security import Principal
 from gpudeck.models import Job
+from gpudeck.services.errors import Forbidden
 from gpudeck.services.jobs import get_job
-from gpudeck.services.users import Forbidden
 
 
 async def get_session(request: Request) -> AsyncIterator[Session]:

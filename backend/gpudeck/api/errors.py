@@ -1,11 +1,36 @@
-"""One place that turns domain errors into HTTP responses naming the field and the reason."""
+"""The one place that turns domain errors into HTTP responses naming the field and the reason.
+
+Services raise errors by category (errors.Invalid, NotFound, ...); the status code of each
+category is decided here and nowhere else."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from gpudeck.services.errors import DomainError
+from gpudeck.services.errors import (
+    Conflict,
+    DomainError,
+    Forbidden,
+    Invalid,
+    NotAuthenticated,
+    NotFound,
+    TooLarge,
+)
+
+# Most specific first: NotAuthenticated is a Forbidden.
+STATUS_BY_CATEGORY: tuple[tuple[type[DomainError], int], ...] = (
+    (NotAuthenticated, 401),
+    (Forbidden, 403),
+    (NotFound, 404),
+    (Conflict, 409),
+    (TooLarge, 413),
+    (Invalid, 422),
+)
+
+
+def status_for(exc: DomainError) -> int:
+    return next((status for cls, status in STATUS_BY_CATEGORY if isinstance(exc, cls)), 400)
 
 
 def _loc(field: str | None) -> list[str | int]:
@@ -18,7 +43,8 @@ def _loc(field: str | None) -> list[str | int]:
 
 async def domain_error_handler(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, DomainError)
-    if exc.status_code == 422:
+    status = status_for(exc)
+    if status == 422:
         # The same shape as FastAPI's schema errors, so clients parse one format.
         pairs = exc.extra.get("errors") or [(exc.field, exc.message)]
         detail: object = [
@@ -27,7 +53,7 @@ async def domain_error_handler(_: Request, exc: Exception) -> JSONResponse:
     else:
         extra = {k: v for k, v in exc.extra.items() if k != "errors"}
         detail = {"code": exc.code, "field": exc.field, "message": exc.message, **extra}
-    return JSONResponse(status_code=exc.status_code, content={"detail": detail})
+    return JSONResponse(status_code=status, content={"detail": detail})
 
 
 def install_error_handlers(app: FastAPI) -> None:

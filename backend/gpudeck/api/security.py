@@ -20,6 +20,8 @@ import anyio.to_thread
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gpudeck.api.log_filters import websocket_refused
+from gpudeck.api.routes.docs import DOCS_PATHS
 from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
 from gpudeck.core.security import (
@@ -48,11 +50,12 @@ class SecurityMiddleware:
         self.origins = frozenset(
             o.rstrip("/").lower() for o in parse_list(settings.allowed_origins)
         )
-        public = {"/api/health"}
+        # The /docs page and its scripts hold no data; the schema they show needs a token.
+        public = {"/api/health", *DOCS_PATHS}
         if settings.metrics_public:
             public.add("/metrics")
         if settings.public_docs:
-            public.update({"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+            public.add("/openapi.json")
         self.public_paths = frozenset(public)
         self._operations: list[re.Pattern[str]] | None = None
 
@@ -170,12 +173,25 @@ def _with_subprotocol(send: Send, headers: Headers) -> Send:
 
 
 async def deny(
-    scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    status: int,
+    code: str,
+    message: str,
+    *,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    connected: bool = False,
 ) -> None:
     """A JSON error like the API's own; for a WebSocket, an HTTP denial response before accept
-    where the server supports it, else close code 4401/4403."""
+    where the server supports it, else close code 4000 + status. `connected`: the handshake's
+    websocket.connect message was already read."""
     body = json.dumps({"detail": {"code": code, "field": None, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *(headers or []),
+    ]
     if status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="gpudeck"'))
     log.info("refused %s %s: %s", scope["type"], scope["path"], code)
@@ -183,7 +199,9 @@ async def deny(
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
         return
-    await receive()  # websocket.connect
+    websocket_refused.set(True)  # uvicorn's "without completing handshake" is then INFO
+    if not connected:
+        await receive()  # websocket.connect
     if "websocket.http.response" in scope.get("extensions", {}):
         await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
         await send({"type": "websocket.http.response.body", "body": body})

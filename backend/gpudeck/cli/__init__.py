@@ -5,12 +5,27 @@ from __future__ import annotations
 
 import typer
 
-from gpudeck.cli import client, estimate, sampler, server, users, worker
+from gpudeck.cli import (
+    client,
+    estimate,
+    job_commands,
+    nodes,
+    queue,
+    sampler,
+    scheduler,
+    server,
+    users,
+    worker,
+)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 server.register(app)
 client.register(app)
+queue.register(app)
+job_commands.register(app)
 worker.register(app)
+nodes.register(app)
 sampler.register(app)
+scheduler.register(app)
 users.register(app)
 estimate.register(app)

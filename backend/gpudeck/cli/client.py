@@ -3,66 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Annotated, Any
 
-import httpx
 import typer
-from rich.console import Console
-from rich.table import Table
 
-console = Console()
-err_console = Console(stderr=True)
-
-UrlOption = Annotated[
-    str,
-    typer.Option(envvar="GPUDECK_URL", help="the GPUDeck API (default from GPUDECK_HOST/PORT)"),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
-
-
-def default_url() -> str:
-    host = os.environ.get("GPUDECK_HOST", "127.0.0.1")
-    return f"http://{host}:{os.environ.get('GPUDECK_PORT', '8000')}"
-
-
-def request(method: str, url: str, path: str, **kwargs: Any) -> Any:
-    """Call the API; a 4xx prints the field and the reason and exits 1."""
-    try:
-        token = os.environ.get("GPUDECK_TOKEN")
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        response = httpx.request(
-            method, url.rstrip("/") + path, timeout=30, headers=headers, **kwargs
-        )
-    except httpx.HTTPError as exc:
-        err_console.print(f"[red]cannot reach GPUDeck at {url}[/red]: {exc}")
-        raise typer.Exit(1) from None
-    if response.status_code >= 400:
-        _print_error(response)
-        raise typer.Exit(1)
-    return response.json()
-
-
-def _print_error(response: httpx.Response) -> None:
-    try:
-        detail = response.json().get("detail")
-    except ValueError:
-        detail = response.text
-    if isinstance(detail, list):
-        for err in detail:
-            field = ".".join(str(p) for p in err.get("loc", []) if p != "body")
-            err_console.print(
-                f"[red]{response.status_code}[/red] {field or 'request'}: {err.get('msg')}"
-            )
-    elif isinstance(detail, dict):
-        field = detail.get("field") or "request"
-        err_console.print(f"[red]{response.status_code}[/red] {field}: {detail.get('message')}")
-    else:
-        err_console.print(f"[red]{response.status_code}[/red] {detail}")
-
-
-def gib(n: int | None) -> str:
-    return "-" if n is None else f"{n / 1024**3:.1f} GiB"
+from gpudeck.cli import scheduling as sched
+from gpudeck.cli.follow import wait_for
+from gpudeck.cli.follow_up import OnOutputOption, prefill
+from gpudeck.cli.http import (
+    JsonOption,
+    UrlOption,
+    console,
+    default_url,
+    err_console,
+    gib,
+    request,
+    table,
+)
 
 
 def gpus(url: UrlOption = "", as_json: JsonOption = False) -> None:
@@ -71,16 +28,16 @@ def gpus(url: UrlOption = "", as_json: JsonOption = False) -> None:
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table("node", "idx", "name", "source", "memory", "held by")
+    listing = table("node", "idx", "name", "source", "memory", "held by")
     for g in rows:
         holder = g["held_by"]
         held = f"job {holder['job_id']} ({holder['owner']})" if holder else ""
         if not holder and g["external_processes"]:
             held = "external process"
-        table.add_row(
+        listing.add_row(
             g["node"], str(g["index"]), g["name"], g["source"], gib(g["memory_total_bytes"]), held
         )
-    console.print(table)
+    console.print(listing)
 
 
 def submit(
@@ -91,17 +48,36 @@ def submit(
     node: Annotated[str | None, typer.Option(help="node of the devices")] = None,
     name: Annotated[str | None, typer.Option(help="a name for the job")] = None,
     force: Annotated[bool, typer.Option(help="skip the free-memory check")] = False,
+    no_queue: sched.NoQueueOption = False,
+    priority: sched.PriorityOption = None,
+    time_limit: sched.TimeLimitOption = None,
+    depends_on: sched.DependsOnOption = None,
+    preemptible: sched.PreemptibleOption = False,
+    hold: sched.HoldOption = False,
+    on_output: OnOutputOption = None,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait", help="follow it with a progress bar; exit 0 only if it succeeds"),
+    ] = False,
     url: UrlOption = "",
     as_json: JsonOption = False,
 ) -> None:
-    """Submit a job on chosen devices (--gpus) or on any free ones (--count)."""
+    """Submit a job on chosen devices (--gpus) or on any (--count); it waits in the queue while
+    they are busy (--no-queue: fail instead)."""
     text = open(config[1:]).read() if config.startswith("@") else config  # noqa: SIM115
     try:
         config_obj = json.loads(text)
     except json.JSONDecodeError as exc:
         err_console.print(f"[red]--config[/red] is not JSON: {exc}")
         raise typer.Exit(2) from None
+    url = url or default_url()
+    if on_output is not None:
+        config_obj, depends_on = prefill(url, kind, on_output, config_obj, depends_on)
     body: dict[str, Any] = {"kind": kind, "config": config_obj, "force": force}
+    body |= sched.scheduling_body(
+        no_queue=no_queue, priority=priority, time_limit_s=time_limit, depends_on=depends_on,
+        preemptible=preemptible, hold=hold,
+    )  # fmt: skip
     if name:
         body["name"] = name
     if gpus is not None:
@@ -113,14 +89,16 @@ def submit(
     else:
         body["count"] = count or 1
         body["node"] = node
-    job = request("POST", url or default_url(), "/api/jobs", json=body)
+    job = request("POST", url, "/api/jobs", json=body)
     if as_json:
         print(json.dumps(job, indent=2))
-        return
-    devices = ", ".join(str(d["index"]) for d in job["devices"])
-    console.print(
-        f"job [bold]{job['id']}[/bold] {job['status']} on {job['node']} devices {devices}"
-    )
+    else:
+        if job["status"] == "queued" and not job.get("queue"):
+            # the submit answer runs no scheduling pass; reading the job does (place and reason)
+            job = request("GET", url, f"/api/jobs/{job['id']}")
+        console.print(sched.describe_submitted(job))
+    if wait:
+        wait_for(url, job["id"])
 
 
 def jobs(
@@ -136,16 +114,16 @@ def jobs(
     if as_json:
         print(json.dumps(page, indent=2))
         return
-    table = Table("id", "name", "kind", "status", "devices", "progress", "owner", "created")
+    listing = table("id", "name", "kind", "status", "devices", "progress", "owner", "created")
     for j in page["items"]:
         total = j["progress"]["total"]
         progress = f"{j['progress']['step']}/{total}" if total else str(j["progress"]["step"])
         devices = ",".join(str(d["index"]) for d in j["devices"])
-        table.add_row(
+        listing.add_row(
             str(j["id"]), j["name"], j["kind"], j["status"], f"{j['node']}:{devices}",
             progress, j["owner"], j["created_at"][:19],
         )  # fmt: skip
-    console.print(table)
+    console.print(listing)
     console.print(f"{len(page['items'])} of {page['total']} jobs")
 
 

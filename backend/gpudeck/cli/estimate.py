@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from gpudeck.cli.client import JsonOption, UrlOption, console, default_url, err_console, request
+from gpudeck.cli.http import JsonOption, UrlOption, console, default_url, err_console, request
 
 
 def _mib(n: int) -> str:

@@ -16,8 +16,9 @@ def sampler() -> None:
     """Sample this node's GPUs into Redis every interval and keep the device inventory current."""
     from gpudeck.core.db import make_engine, make_sessionmaker
     from gpudeck.core.redis import sync_client
+    from gpudeck.services.sampler_store import DatabaseSamplerStore
+    from gpudeck.telemetry.factory import make_provider
     from gpudeck.telemetry.nvml import NvmlUnavailable
-    from gpudeck.telemetry.provider import make_provider
     from gpudeck.telemetry.sampler import Sampler
 
     settings = load_service_settings("sampler")
@@ -48,7 +49,7 @@ def sampler() -> None:
             provider,
             node=settings.node_name,
             redis_client=client,
-            sessions=make_sessionmaker(engine),
+            store=DatabaseSamplerStore(make_sessionmaker(engine), settings.node_address),
             interval_s=settings.sample_interval_s,
             history_s=settings.telemetry_history_s,
         ).run(stop)

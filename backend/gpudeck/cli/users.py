@@ -1,50 +1,27 @@
-"""`gpudeck user ...` and `gpudeck token ...`: run on the server, straight against the database
-(whoever can read GPUDECK_DATABASE_URL or the data directory administers GPUDeck)."""
+"""`gpudeck user ...` and `gpudeck token ...`.
+
+With GPUDECK_TOKEN set (an admin's token for `user`, and for other users' tokens), they go
+through the API like every client command. Without one, they run straight against the database
+only where GPUDECK_DATABASE_URL names it (on the server, e.g. the first admin under Docker); they
+never start a database of their own, and otherwise say in one line what is missing. That
+direct path lives in `users_db`, imported only when taken: every `gpudeck` command loads this
+module, and SQLAlchemy and the services would cost each of them a third of a second."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import timedelta
-from typing import Annotated
+import os
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from sqlalchemy.orm import Session
 
-from gpudeck.cli.settings import err_console, load_settings
-from gpudeck.core.db import make_engine, make_sessionmaker, transaction
-from gpudeck.core.embedded import EmbeddedServices
-from gpudeck.core.security import LOCAL_ADMIN
-from gpudeck.services import audit
-from gpudeck.services import users as user_service
-from gpudeck.services.errors import DomainError
+from gpudeck.cli.http import UrlOption, console, default_url, err_console, request, table
 
-console = Console()
-user_app = typer.Typer(no_args_is_help=True, help="Create and list users.")
+user_app = typer.Typer(no_args_is_help=True, help="Create and list users (admins).")
 token_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke API tokens.")
-CLI_ACTOR = "cli"
 
 
-@contextmanager
-def _session() -> Iterator[Session]:
-    settings = load_settings()
-    services = EmbeddedServices(settings.data_dir, settings.database_url)
-    try:
-        if settings.database_url is None:
-            settings.database_url = services.start_postgres()
-        engine = make_engine(settings.sqlalchemy_url, pool_size=1)
-        try:
-            with transaction(make_sessionmaker(engine)) as session:
-                yield session
-        except DomainError as exc:
-            err_console.print(f"[red]{exc.field or 'error'}[/red]: {exc.message}")
-            raise typer.Exit(1) from None
-        finally:
-            engine.dispose()
-    finally:
-        services.stop()
+def _through_api() -> bool:
+    return bool(os.environ.get("GPUDECK_TOKEN"))
 
 
 def _print_token(secret: str, user: str) -> None:
@@ -56,26 +33,54 @@ def _print_token(secret: str, user: str) -> None:
 def create_user(
     name: Annotated[str, typer.Argument(help="user name (letters, digits, . _ -)")],
     role: Annotated[str, typer.Option(help="user or admin")] = "user",
+    url: UrlOption = "",
 ) -> None:
     """Create a user and print their first token."""
     if role not in ("user", "admin"):
         err_console.print("[red]--role[/red] must be user or admin")
         raise typer.Exit(2)
-    with _session() as session:
-        user = user_service.create_user(session, name, "admin" if role == "admin" else "user")
-        issued = user_service.issue_token(session, user)
-        audit.record(session, CLI_ACTOR, audit.USER_CREATE, f"user:{name}", role=role)
-    _print_token(issued.secret, name)
+    if _through_api():
+        body = {"name": name, "role": role}
+        created = request("POST", url or default_url(), "/api/users", json=body)
+        _print_token(created["token"]["token"], name)
+        return
+    from gpudeck.cli import users_db
+
+    _print_token(users_db.create_user(name, "admin" if role == "admin" else "user"), name)
+
+
+@user_app.command("run-code")
+def run_code(
+    name: Annotated[str, typer.Argument(help="user name")],
+    revoke: Annotated[bool, typer.Option("--revoke", help="take the permission away")] = False,
+    url: UrlOption = "",
+) -> None:
+    """Grant (or --revoke) the run_code permission: submitting script and map jobs."""
+    if _through_api():
+        body = {"run_code": not revoke}
+        request("PATCH", url or default_url(), f"/api/users/{name}", json=body)
+        err_console.print(f"{name}: run_code {'revoked' if revoke else 'granted'}")
+        return
+    from gpudeck.cli import users_db
+
+    users_db.set_run_code(name, not revoke)
+    err_console.print(f"{name}: run_code {'revoked' if revoke else 'granted'}")
 
 
 @user_app.command("list")
-def list_users() -> None:
+def list_users(url: UrlOption = "") -> None:
     """List users."""
-    with _session() as session:
-        table = Table("id", "name", "role", "created")
-        for user in user_service.list_users(session):
-            table.add_row(str(user.id), user.name, user.role, str(user.created_at)[:19])
-    console.print(table)
+    if _through_api():
+        rows: list[Any] = request("GET", url or default_url(), "/api/users")
+    else:
+        from gpudeck.cli import users_db
+
+        rows = users_db.list_users()
+    listing = table("id", "name", "role", "run_code")
+    for user in rows:
+        run_code = "yes" if user.get("run_code") else "no"
+        listing.add_row(str(user["id"]), user["name"], user["role"], run_code)
+    console.print(listing)
 
 
 @token_app.command("create")
@@ -83,37 +88,50 @@ def create_token(
     user: Annotated[str, typer.Argument(help="the user the token acts as")],
     name: Annotated[str, typer.Option(help="a label for the token")] = "cli",
     expires_in_days: Annotated[int | None, typer.Option(min=1, max=3650)] = None,
+    url: UrlOption = "",
 ) -> None:
     """Create a token for a user and print it."""
-    with _session() as session:
-        owner = user_service.get_user(session, user)
-        expires = timedelta(days=expires_in_days) if expires_in_days else None
-        issued = user_service.issue_token(session, owner, name, expires)
-        audit.record(session, CLI_ACTOR, audit.TOKEN_CREATE, f"token:{issued.record.id}")
-    _print_token(issued.secret, user)
+    if _through_api():
+        body = {"user": user, "name": name, "expires_in_days": expires_in_days}
+        created = request("POST", url or default_url(), "/api/auth/tokens", json=body)
+        _print_token(created["token"], user)
+        return
+    from gpudeck.cli import users_db
+
+    _print_token(users_db.create_token(user, name, expires_in_days), user)
 
 
 @token_app.command("list")
-def list_tokens() -> None:
+def list_tokens(url: UrlOption = "") -> None:
     """List every token (never the secrets)."""
-    with _session() as session:
-        table = Table("id", "user", "name", "prefix", "last used", "revoked")
-        for t in user_service.list_tokens(session, None):
-            table.add_row(
-                str(t.id), t.user.name, t.name, t.display_prefix + "...",
-                str(t.last_used_at or "")[:19], str(t.revoked_at or "")[:19],
-            )  # fmt: skip
-    console.print(table)
+    if _through_api():
+        params = {"all_users": True}
+        rows: list[Any] = request("GET", url or default_url(), "/api/auth/tokens", params=params)
+    else:
+        from gpudeck.cli import users_db
+
+        rows = users_db.list_tokens()
+    listing = table("id", "user", "name", "prefix", "last used", "revoked")
+    for t in rows:
+        listing.add_row(
+            str(t["id"]), t["user"], t["name"], t["display_prefix"] + "...",
+            str(t["last_used_at"] or "")[:19], str(t["revoked_at"] or "")[:19],
+        )  # fmt: skip
+    console.print(listing)
 
 
 @token_app.command("revoke")
 def revoke_token(
     token_id: Annotated[int, typer.Argument(min=1, help="id from token list")],
+    url: UrlOption = "",
 ) -> None:
     """Revoke a token: requests carrying it are refused from now on."""
-    with _session() as session:
-        user_service.revoke_token(session, token_id, LOCAL_ADMIN)
-        audit.record(session, CLI_ACTOR, audit.TOKEN_REVOKE, f"token:{token_id}")
+    if _through_api():
+        request("DELETE", url or default_url(), f"/api/auth/tokens/{token_id}")
+    else:
+        from gpudeck.cli import users_db
+
+        users_db.revoke_token(token_id)
     err_console.print(f"token {token_id} revoked")
 
 
@@ -122,25 +140,13 @@ def register(app: typer.Typer) -> None:
     app.add_typer(token_app, name="token")
 
 
-def first_admin_token(database_url: str) -> str | None:
-    """`gpudeck run` on a fresh install: create user `admin` and return its token (else None)."""
-    engine = make_engine(database_url, pool_size=1)
-    try:
-        with transaction(make_sessionmaker(engine)) as session:
-            issued = user_service.ensure_first_admin(session)
-            if issued is not None:
-                audit.record(session, CLI_ACTOR, audit.USER_CREATE, "user:admin", role="admin")
-    finally:
-        engine.dispose()
-    return issued.secret if issued else None
-
-
 def announce_first_admin(url: str, token: str) -> None:
-    """Printed once: the token is never stored in clear, so this is the only chance to copy it."""
+    """Printed once: the token is never stored in clear, so this is the only chance to copy it.
+    The sign-in link is the last line of start-up, on its own."""
     print(
-        "\nCreated the first user, `admin`. Its token is shown only now:\n"
+        "\nCreated the first user, `admin` (more users: gpudeck user create NAME).\n"
+        "Its token, shown only now (the part after # never leaves the browser):\n"
         f"  {token}\n"
-        f"Sign in: {url}/#token={token}\n"
-        "(the part after # never leaves the browser). More users: gpudeck user create NAME\n",
+        f"Sign in: {url}/#token={token}",
         flush=True,
     )

@@ -1,16 +1,17 @@
 """`gpudeck worker`: this node's Celery worker (queue `gpudeck.node.<node>`), with its warm
-launcher, heartbeat and reaper threads."""
+launcher and heartbeat thread."""
 
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from celery import Celery, signals
 
 from gpudeck.cli.settings import load_service_settings
-from gpudeck.core.celery_app import RUN_JOB_TASK, make_celery, node_queue
+
+if TYPE_CHECKING:
+    from celery import Celery
 
 log = logging.getLogger("gpudeck.worker")
 DEFAULT_CONCURRENCY = 64  # job runner threads; each job's ranks are separate processes
@@ -19,6 +20,7 @@ DEFAULT_CONCURRENCY = 64  # job runner threads; each job's ranks are separate pr
 def _pick_up_queued(celery: Celery) -> None:
     """Queued jobs whose dispatch was lost (broker down, worker down) are sent again; a job
     already claimed ignores the duplicate."""
+    from gpudeck.core.celery_app import RUN_JOB_TASK, node_queue
     from gpudeck.worker import runtime
 
     node = runtime.current().settings.node_name
@@ -32,10 +34,13 @@ def worker(
         DEFAULT_CONCURRENCY
     ),
 ) -> None:
-    """Run this node's worker: it starts jobs' ranks, heartbeats them and reaps lost jobs."""
+    """Run this node's worker: it starts jobs' ranks and heartbeats them."""
     settings = load_service_settings("worker")
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    from celery import signals
+
     import gpudeck.tasks.jobs  # noqa: F401  (registers run_job_task)
+    from gpudeck.core.celery_app import make_celery, node_queue
     from gpudeck.worker import runtime
 
     celery = make_celery(settings)
@@ -54,6 +59,7 @@ def worker(
     try:
         celery.worker_main(
             [
+                *(["--quiet"] if settings.log_level in ("warning", "error") else []),  # no banner
                 "worker",
                 "--pool=threads",
                 f"--concurrency={concurrency}",

@@ -6,8 +6,10 @@ rather than discovered later as a confusing runtime failure.
 
 from __future__ import annotations
 
+import os
 import re
 import socket
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -62,6 +64,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     node_name: str = Field(default_factory=socket.gethostname, min_length=1, max_length=128)
+    # The address the other nodes reach this one at: a job spanning nodes rendezvous on its
+    # first node's (docs/operations.md, "Several machines"). Loopback serves one machine.
+    node_address: str = Field(default="127.0.0.1", min_length=1, max_length=255)
     device_provider: Literal["auto", "nvml", "simulated"] = "auto"
     simulated_devices: str = '4x80GiB "Simulated H100"'
     heartbeat_interval_s: float = Field(default=2.0, gt=0, le=60)
@@ -69,6 +74,12 @@ class Settings(BaseSettings):
     sample_interval_s: float = Field(default=1.0, ge=0.05, le=60)
     telemetry_history_s: int = Field(default=900, ge=600, le=86400)
     cancel_grace_s: float = Field(default=10.0, ge=0, le=600)
+    # Scheduling (docs/scheduler.md): a job without a time limit gets the default; none may ask
+    # for more than the maximum. Fair share forgets usage with this half-life.
+    default_time_limit_s: int = Field(default=24 * 3600, ge=1, le=365 * 86400)
+    max_time_limit_s: int = Field(default=30 * 86400, ge=1, le=365 * 86400)
+    fair_share_half_life_s: float = Field(default=7 * 86400, gt=0)
+    scheduler_interval_s: float = Field(default=2.0, ge=0.05, le=60)
     keep_checkpoints: int = Field(default=3, ge=1, le=1000)
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -84,6 +95,15 @@ class Settings(BaseSettings):
     metrics_public: bool = False
     public_docs: bool = False
     max_dataset_bytes: int = Field(default=16 * GIB, ge=1024)
+    # `script` jobs (docs/script-jobs.md): where entrypoints may live, the interpreters users
+    # may name (`name=/path/to/python`; empty: `default` is the server's own), and the
+    # environment variable names a job may set.
+    script_code_roots: str = Field(default="", description="comma-separated directories")
+    script_interpreters: str = Field(default="", description="comma-separated name=path")
+    script_env_allowlist: str = Field(default="", description="comma-separated names")
+    # A script job's host memory on a node, its ranks together (engine/host_memory.py): what a
+    # job gets when it asks for nothing, and the most it may ask for. 0: 80% of the node's RAM.
+    script_host_memory_bytes: int = Field(default=0, ge=0)
 
     @field_validator("simulated_devices")
     @classmethod
@@ -122,6 +142,41 @@ class Settings(BaseSettings):
                 "this address run jobs; bind to 127.0.0.1 or turn authentication on"
             )
         return self
+
+    @model_validator(mode="after")
+    def _check_time_limits(self) -> Settings:
+        if self.default_time_limit_s > self.max_time_limit_s:
+            raise ValueError("default_time_limit_s must not exceed max_time_limit_s")
+        return self
+
+    @field_validator("script_interpreters")
+    @classmethod
+    def _check_interpreters(cls, value: str) -> str:
+        for item in filter(None, (i.strip() for i in value.split(","))):
+            name, sep, path = item.partition("=")
+            if not sep or not name.strip() or not Path(path.strip()).is_absolute():
+                raise ValueError(f"{item!r} is not name=/absolute/path/to/python")
+        return value
+
+    @property
+    def code_roots(self) -> list[Path]:
+        return [Path(p.strip()) for p in self.script_code_roots.split(",") if p.strip()]
+
+    @property
+    def interpreters(self) -> dict[str, str]:
+        pairs = [i.partition("=") for i in self.script_interpreters.split(",") if i.strip()]
+        found = {name.strip(): path.strip() for name, _, path in pairs}
+        return found or {"default": sys.executable}
+
+    @property
+    def host_memory_max_bytes(self) -> int:
+        if self.script_host_memory_bytes:
+            return self.script_host_memory_bytes
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.8)
+
+    @property
+    def env_allowlist(self) -> set[str]:
+        return {n.strip() for n in self.script_env_allowlist.split(",") if n.strip()}
 
     @property
     def simulated(self) -> SimulatedDeviceSpec:

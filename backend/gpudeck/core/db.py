@@ -2,21 +2,120 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.abc import PQGen
+from sqlalchemy import Engine, create_engine, event, exc
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+log = logging.getLogger(__name__)
+RV = TypeVar("RV")
 
 
 class Base(DeclarativeBase):
     pass
 
 
-def make_engine(url: str, *, pool_size: int = 20) -> Engine:
-    # pool_pre_ping: an embedded Postgres restarted under a long-lived API must not
-    # surface as a 500 on the first request after it.
-    return create_engine(url, pool_size=pool_size, max_overflow=20, pool_pre_ping=True)
+@dataclass(frozen=True, kw_only=True)
+class DbTimeouts:
+    """Bounds on every wait for Postgres, so an unreachable or paused server is an error in
+    seconds rather than a hang (the API turns it into a 503).
+
+    `statement_ms` is enforced by the server; a paused server enforces nothing, so every
+    round trip also has a client-side deadline (`statement_ms` plus a margin), and a pooled
+    connection is pinged with a short deadline before use."""
+
+    connect_s: int = 2  # libpq's (and psycopg's) minimum
+    # An API request answers within 2 s, a 503 if the database does not: a query that arrives
+    # as Postgres pauses would otherwise wait the whole statement timeout. Every API query is a
+    # point lookup or a short write; long work runs in workers, which use no such bound.
+    statement_ms: int = 1500
+    deadline_margin_s: float = 0.5
+    ping_s: float = 1.5  # under 2 s, yet well above a loaded machine's slowest answer
+    pool_s: float = 2.0
+
+
+API_TIMEOUTS = DbTimeouts()
+
+
+class DatabaseTimeout(pg_errors.OperationalError):
+    """The server did not answer in time; the connection was closed (its protocol state is
+    unknown), so the pool discards it."""
+
+
+class _BoundedConnection(psycopg.Connection[Any]):
+    """A psycopg connection whose every wait for the server has a deadline."""
+
+    wait_deadline_s: float | None = None
+
+    def wait(self, gen: PQGen[RV], interval: float = 0.1, timeout: float | None = None) -> RV:
+        try:
+            return super().wait(
+                gen, interval, timeout if timeout is not None else self.wait_deadline_s
+            )
+        except pg_errors._WaitTimeout:
+            self.pgconn.finish()
+            raise DatabaseTimeout(
+                f"no answer from the database within {timeout or self.wait_deadline_s} s"
+            ) from None
+
+
+def _bounded_ping(connection: _BoundedConnection, ping_s: float) -> None:
+    """What pool_pre_ping does, with a deadline. A dead socket (server restarted) is a
+    DisconnectionError, so the pool reconnects; a server that does not answer is an error at
+    once, rather than a second wait on connect."""
+    deadline_s = connection.wait_deadline_s
+    connection.wait_deadline_s = ping_s
+    try:
+        connection.autocommit = True  # no transaction left open by the ping
+        connection.execute("SELECT 1")
+        connection.autocommit = False
+    except DatabaseTimeout:
+        raise
+    except psycopg.Error as error:
+        raise exc.DisconnectionError(str(error)) from error
+    finally:
+        connection.wait_deadline_s = deadline_s
+
+
+def _install_timeouts(engine: Engine, timeouts: DbTimeouts) -> None:
+    deadline_s = timeouts.statement_ms / 1000 + timeouts.deadline_margin_s
+
+    @event.listens_for(engine, "do_connect")
+    def connect(dialect: Any, record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        connection = _BoundedConnection.connect(*cargs, **cparams)
+        connection.wait_deadline_s = deadline_s
+        return connection
+
+    @event.listens_for(engine, "checkout")
+    def ping(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        _bounded_ping(dbapi_connection, timeouts.ping_s)
+
+
+def make_engine(url: str, *, pool_size: int = 20, timeouts: DbTimeouts | None = None) -> Engine:
+    """`timeouts` bounds every wait (the API passes API_TIMEOUTS); without it, only the
+    pre-ping: an embedded Postgres restarted under a long-lived process must not surface as an
+    error on the first use after it."""
+    if timeouts is None:
+        return create_engine(url, pool_size=pool_size, max_overflow=20, pool_pre_ping=True)
+    engine = create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=20,
+        pool_timeout=timeouts.pool_s,
+        connect_args={
+            "connect_timeout": timeouts.connect_s,
+            "options": f"-c statement_timeout={timeouts.statement_ms}",
+        },
+    )
+    _install_timeouts(engine, timeouts)
+    return engine
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -33,6 +33,7 @@ class Principal:
     role: Role
     user_id: int | None = None
     token_id: int | None = None
+    run_code: bool = False  # may submit jobs that run their own code (script)
 
     @property
     def is_admin(self) -> bool:

@@ -1,8 +1,11 @@
 """SQLAlchemy tables only. Pydantic request/response models live in gpudeck.schemas."""
 
 from gpudeck.models.allocation import Allocation
-from gpudeck.models.device import Device, Node
+from gpudeck.models.device import Device, Node, NodeToken
 from gpudeck.models.job import Checkpoint, Job, JobMetric, JobStatus
+from gpudeck.models.job_node import JobNode
+from gpudeck.models.job_run import JobRun
+from gpudeck.models.quota import UserQuota
 from gpudeck.models.user import ApiToken, AuditEvent, User
 
 __all__ = [
@@ -13,7 +16,11 @@ __all__ = [
     "Device",
     "Job",
     "JobMetric",
+    "JobNode",
+    "JobRun",
     "JobStatus",
     "Node",
+    "NodeToken",
     "User",
+    "UserQuota",
 ]

@@ -22,6 +22,18 @@ class Node(Base):
     last_seen_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now()
     )
+    # Where the other nodes reach it (GPUDECK_NODE_ADDRESS), written by its sampler.
+    address: Mapped[str | None] = mapped_column(String(255))
+
+
+class NodeToken(Base):
+    """The token an admin issued for a node to join (`gpudeck nodes add`); only its hash."""
+
+    __tablename__ = "node_tokens"
+
+    node: Mapped[str] = mapped_column(String(128), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
 class Device(Base):

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     Float,
@@ -32,9 +34,16 @@ class JobStatus(enum.StrEnum):
     failed = "failed"
     cancelled = "cancelled"
     lost = "lost"
+    timeout = "timeout"  # its time limit was reached: stopped with a final checkpoint
 
 
 _STATUSES = ", ".join(f"'{s.value}'" for s in JobStatus)
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    step: int
+    total: int | None  # None: the kind did not say how many steps
 
 
 class Job(Base):
@@ -55,16 +64,41 @@ class Job(Base):
     resume_from_job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id"))
     estimate_bytes_per_device: Mapped[int | None] = mapped_column(BigInteger)
     peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    # What each rank used, when its kind measures it (script jobs: schemas.jobs.RankMemory).
+    rank_memory: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     progress_step: Mapped[int] = mapped_column(BigInteger, default=0)
     progress_total: Mapped[int | None] = mapped_column(BigInteger)
     error: Mapped[str | None] = mapped_column(Text)
     cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The outbox: when the run task was last handed to the broker. A queued job with none (the
+    # broker was down) or an old one (the message was lost) is sent again (services.dispatch).
+    dispatched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Scheduling (docs/scheduler.md). A queued job without live allocations waits for the
+    # scheduler; `requested_devices` are the uuids an explicit request waits for (None: count).
+    priority: Mapped[int] = mapped_column(Integer, server_default="0")
+    time_limit_s: Mapped[int] = mapped_column(Integer, server_default="2592000")
+    depends_on: Mapped[list[int]] = mapped_column(JSONB, server_default="[]")
+    preemptible: Mapped[bool] = mapped_column(Boolean, server_default="false")
+    held: Mapped[bool] = mapped_column(Boolean, server_default="false")
+    # Set by the scheduler to stop a running preemptible job for a higher-priority one: its
+    # worker stops it with a final checkpoint and it waits again (services.runs.requeue_job).
+    preempt_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    preempted_by_job_id: Mapped[int | None] = mapped_column(BigInteger)
+    requested_devices: Mapped[list[str] | None] = mapped_column(JSONB)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     allocations: Mapped[list[Allocation]] = relationship(order_by=Allocation.rank, lazy="selectin")
+
+    @property
+    def progress(self) -> JobProgress:
+        return JobProgress(self.progress_step, self.progress_total)
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancel_requested_at is not None
 
 
 class JobMetric(Base):

@@ -3,7 +3,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, CheckConstraint, DateTime, ForeignKey, Integer, String, func
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    false,
+    func,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -21,6 +31,8 @@ class User(Base):
     role: Mapped[str] = mapped_column(String(16), default="user")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # May submit jobs that run code of their own (`script`): granted by an admin. Admins may.
+    run_code: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class ApiToken(Base):

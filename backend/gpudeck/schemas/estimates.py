@@ -10,7 +10,7 @@ DeviceType = Literal["cuda", "cpu"]
 
 
 class EstimateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     kind: str = Field(min_length=1, max_length=64, examples=["sae"])
     config: dict[str, Any] = Field(default_factory=dict)

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from gpudeck.schemas.telemetry import DeviceReadings, Source
+from gpudeck.telemetry.schema import DeviceReadings, Source
 
 __all__ = ["ExternalProcess", "GpuPublic", "Holder", "NodePublic", "Source"]
 
@@ -41,8 +41,14 @@ class GpuPublic(DeviceReadings):
 
 
 class NodePublic(BaseModel):
+    # Read from a row of `services.inventory.list_nodes`.
+
+    model_config = ConfigDict(from_attributes=True)
+
     name: str
     source: Source
     device_count: int
     registered_at: datetime
     last_seen_at: datetime
+    address: str | None = Field(description="where the other nodes reach it")
+    online: bool = Field(description="its sampler reported lately; if not, no job may use it")

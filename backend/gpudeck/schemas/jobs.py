@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from gpudeck.models import JobStatus
+from gpudeck.schemas.advice import advise, host_advice, time_advice
+from gpudeck.schemas.failure import failure_cause
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._:-]*$"
 UUID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
@@ -14,7 +16,7 @@ UUID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
 class DeviceRef(BaseModel):
     """A device by uuid, or by its NVML index on a node. `node` may be left out on one node."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     node: str | None = Field(default=None, min_length=1, max_length=128, pattern=NAME_PATTERN)
     uuid: str | None = Field(default=None, min_length=1, max_length=96, pattern=UUID_PATTERN)
@@ -30,7 +32,7 @@ class DeviceRef(BaseModel):
 class JobCreate(BaseModel):
     """A job: a registered kind, that kind's config, and its devices (a list, or a count)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     kind: str = Field(min_length=1, max_length=64, examples=["sae"])
     config: dict[str, Any] = Field(
@@ -41,8 +43,30 @@ class JobCreate(BaseModel):
     node: str | None = Field(
         default=None, min_length=1, max_length=128, pattern=NAME_PATTERN, description="for count"
     )
+    nodes: int | None = Field(
+        default=None, ge=1, le=64, description="for count: spread it over this many nodes"
+    )
+    devices_per_node: int | None = Field(
+        default=None, ge=1, le=64, description="for count: this many devices on each node"
+    )
     name: str | None = Field(default=None, min_length=1, max_length=128, pattern=NAME_PATTERN)
     force: bool = Field(default=False, description="skip the free-memory check")
+    queue: bool = Field(
+        default=True, description="wait when the devices are busy; false: answer 409 at once"
+    )
+    priority: int = Field(
+        default=0, ge=-100, le=100, description="higher first; above 0 is for admins"
+    )
+    time_limit_s: int | None = Field(
+        default=None, ge=1, le=365 * 86400, description="None: the configured default"
+    )
+    depends_on: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] = Field(
+        default_factory=list, max_length=64, description="start after these jobs succeed"
+    )
+    preemptible: bool = Field(
+        default=False, description="may be stopped (final checkpoint) for higher priority"
+    )
+    hold: bool = Field(default=False, description="submit held: waits until released")
 
     @model_validator(mode="after")
     def _devices_or_count(self) -> JobCreate:
@@ -56,18 +80,64 @@ class JobCreate(BaseModel):
 
 
 class AllocatedDevice(BaseModel):
+    # Read from a `models.Allocation` (its gpu_uuid, gpu_index) or from these names. Comments,
+    # not docstrings, here: a docstring would become the OpenAPI description.
+
+    model_config = ConfigDict(from_attributes=True)
+
     node: str
-    uuid: str
-    index: int
+    uuid: str = Field(validation_alias=AliasChoices("uuid", "gpu_uuid"))
+    index: int = Field(validation_alias=AliasChoices("index", "gpu_index"))
     rank: int
 
 
 class Progress(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     step: int
     total: int | None
 
 
+ReasonCode = Literal[
+    "devices_busy", "priority", "quota", "dependency", "held", "insufficient_memory", "preempting"
+]
+
+
+class QueueInfo(BaseModel):
+    # Where a waiting job stands, as the scheduler's pass sees it now.
+
+    position: int = Field(description="1 = next to start")
+    reason_code: ReasonCode
+    reason: str = Field(examples=["devices busy: vm/1 held by job 12"])
+    expected_start_at: datetime | None = Field(
+        description="from the time limits of running jobs; null when unknown"
+    )
+
+
+class RankPeak(BaseModel):
+    rank: int
+    host_peak_rss_bytes: int = Field(description="the rank's peak resident host memory")
+
+
+class RankMemory(BaseModel):
+    # What a job's ranks really used: on the host (script jobs; written when the job ends) and
+    # on GPUs (NVML per process, raised by the sampler while the job runs).
+
+    host_limit_bytes: int | None = Field(
+        default=None, description="the job's host memory limit on its node"
+    )
+    exceeded: bool = Field(default=False, description="the job was stopped for passing it")
+    ranks: list[RankPeak] = Field(default_factory=list)
+    device_peak_bytes: dict[str, int] = Field(
+        default_factory=dict, description="rank -> its peak device memory (NVML, GPUs only)"
+    )
+
+
 class JobPublic(BaseModel):
+    # A `models.Job` as the API shows it: `JobPublic.model_validate(job)`.
+
+    model_config = ConfigDict(from_attributes=True)
+
     id: int
     name: str
     kind: str
@@ -76,17 +146,74 @@ class JobPublic(BaseModel):
     owner: str
     node: str
     world_size: int
-    devices: list[AllocatedDevice]
+    devices: list[AllocatedDevice] = Field(validation_alias=AliasChoices("devices", "allocations"))
     progress: Progress
     error: str | None
     resume_from_job_id: int | None
     estimate_bytes_per_device: int | None
     peak_memory_bytes: int | None
+    rank_memory: RankMemory | None = None
     cancel_requested: bool
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
     heartbeat_at: datetime | None
+    priority: int
+    time_limit_s: int
+    depends_on: list[int]
+    preemptible: bool
+    held: bool
+    queue: QueueInfo | None = Field(
+        default=None,
+        description=(
+            "why and where it waits, while it waits for devices: from a pass on reads "
+            "(GET /api/jobs, /api/jobs/{id}, /api/queue), from the scheduler's last pass in "
+            "the submit answer"
+        ),
+    )
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="why the job ended, in one line (the last exception line of a traceback)"
+    )
+    @property
+    def error_summary(self) -> str | None:
+        return failure_cause(self.error)
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="after the run: better declarations for the next submission, from what "
+        "it measured (memory_per_device_bytes and host_memory_bytes where the kind declares "
+        "them; time_limit_s after a success)",
+        examples=[["peak 3.1 GiB of 8 GiB declared per rank: 4 GiB would do"]],
+    )
+    @property
+    def advice(self) -> list[str]:
+        if self.status in (JobStatus.queued, JobStatus.starting, JobStatus.running):
+            return []
+        lines = []
+        declared = self.config.get("memory_per_device_bytes")
+        if isinstance(declared, int) and self.peak_memory_bytes:
+            lines.append(
+                advise(self.peak_memory_bytes, declared, "per rank", "memory_per_device_bytes")
+            )
+        if self.rank_memory is not None:
+            peaks = [r.host_peak_rss_bytes for r in self.rank_memory.ranks]
+            memory = self.rank_memory
+            lines.append(host_advice(peaks, memory.host_limit_bytes, memory.exceeded))
+        if self.status == JobStatus.succeeded and self.started_at and self.finished_at:
+            ran_s = (self.finished_at - self.started_at).total_seconds()
+            lines.append(time_advice(ran_s, self.time_limit_s))
+        return [line for line in lines if line]
+
+
+class QueuePublic(BaseModel):
+    items: list[JobPublic]
+    total: int
+
+
+class JobPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    priority: int = Field(ge=-100, le=100, description="owners may lower it; admins set any")
 
 
 class JobsPublic(BaseModel):
@@ -96,39 +223,43 @@ class JobsPublic(BaseModel):
     offset: int
 
 
+class SeriesPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    metric: str = Field(description="a key of the job's reported metrics")
+    label: str
+
+
+class ChartPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    title: str
+    series: list[SeriesPublic]
+    log_y: bool
+
+
 class JobKindPublic(BaseModel):
+    """Everything the dashboard and CLIs need to offer a kind: its form (JSON Schema and
+    defaults), whether it can estimate memory, and how to chart its metrics."""
+
     name: str
     description: str
     config_schema: dict[str, Any]
     defaults: dict[str, Any]
+    batch_size_field: str | None
+    steps_field: str | None
+    estimates_memory: bool
+    searches_batch_size: bool
+    # Runs the submitter's own code (`script`): needs the run_code permission.
+    runs_user_code: bool = False
+    # "output": a map job (it resumes from the chunks it wrote; its ranks report chunks).
+    resumes_from: Literal["checkpoint", "output"] = "checkpoint"
+    # A job can follow on its output (GET /api/jobs/{id}/follow-up): "train an SAE on this".
+    offers_follow_up: bool = False
+    charts: list[ChartPublic]
+    summary_metrics: list[SeriesPublic]
 
 
-StatusFilter = Literal["queued", "starting", "running", "succeeded", "failed", "cancelled", "lost"]
-
-
-def job_public(job: Any) -> JobPublic:
-    """A `models.Job` as the API shows it."""
-    return JobPublic(
-        id=job.id,
-        name=job.name,
-        kind=job.kind,
-        status=job.status,
-        config=job.config,
-        owner=job.owner,
-        node=job.node,
-        world_size=job.world_size,
-        devices=[
-            AllocatedDevice(node=a.node, uuid=a.gpu_uuid, index=a.gpu_index, rank=a.rank)
-            for a in job.allocations
-        ],
-        progress=Progress(step=job.progress_step, total=job.progress_total),
-        error=job.error,
-        resume_from_job_id=job.resume_from_job_id,
-        estimate_bytes_per_device=job.estimate_bytes_per_device,
-        peak_memory_bytes=job.peak_memory_bytes,
-        cancel_requested=job.cancel_requested_at is not None,
-        created_at=job.created_at,
-        started_at=job.started_at,
-        finished_at=job.finished_at,
-        heartbeat_at=job.heartbeat_at,
-    )
+StatusFilter = Literal[
+    "queued", "starting", "running", "succeeded", "failed", "cancelled", "lost", "timeout"
+]

@@ -8,7 +8,7 @@ from gpudeck.schemas.jobs import NAME_PATTERN
 
 
 class RecommendRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     bytes_per_device: int = Field(ge=0, le=2**50, description="the estimate's bytes_per_device")
     count: int = Field(ge=1, le=64)
@@ -20,6 +20,8 @@ class RecommendRequest(BaseModel):
 
 
 class RecommendedDevice(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     node: str
     uuid: str
     index: int
@@ -29,6 +31,8 @@ class RecommendedDevice(BaseModel):
 
 
 class ExcludedDevice(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     node: str
     uuid: str
     index: int
@@ -39,6 +43,10 @@ class ExcludedDevice(BaseModel):
 
 
 class RecommendationPublic(BaseModel):
+    # Read from a `services.recommend.Recommendation`: `model_validate(result)`.
+
+    model_config = ConfigDict(from_attributes=True)
+
     devices: list[RecommendedDevice] = Field(description="in rank order; empty when none fit")
     excluded: list[ExcludedDevice]
     enough: bool = Field(description="whether `count` devices fit")

@@ -56,22 +56,32 @@ def reserve(session: Session, job: Job, devices: Sequence[Chosen]) -> None:
     except IntegrityError as exc:
         if not isinstance(exc.orig, UniqueViolation):
             raise
-        holders = live_holders(session, job.node, [d.uuid for d in devices])
-        raise GpuBusy(busy_devices(devices, holders)) from None
+        raise GpuBusy(busy_devices(devices, holders_by_node(session, devices))) from None
 
 
-def raise_if_held(session: Session, node: str, devices: Sequence[Chosen]) -> None:
+def holders_by_node(session: Session, devices: Sequence[Chosen]) -> dict[tuple[str, str], int]:
+    """(node, uuid) -> the job holding it, for the held ones among `devices` (of any nodes)."""
+    held: dict[tuple[str, str], int] = {}
+    for node in dict.fromkeys(d.node for d in devices):
+        uuids = [d.uuid for d in devices if d.node == node]
+        held.update({(node, uuid): job for uuid, job in live_holders(session, node, uuids).items()})
+    return held
+
+
+def raise_if_held(session: Session, devices: Sequence[Chosen]) -> None:
     """GpuBusy naming each of `devices` that a live allocation holds, and its job."""
-    holders = live_holders(session, node, [d.uuid for d in devices])
+    holders = holders_by_node(session, devices)
     if holders:
         raise GpuBusy(busy_devices(devices, holders))
 
 
-def busy_devices(devices: Sequence[Chosen], holders: dict[str, int]) -> list[BusyDevice]:
+def busy_devices(
+    devices: Sequence[Chosen], holders: dict[tuple[str, str], int]
+) -> list[BusyDevice]:
     return [
-        BusyDevice(d.node, d.uuid, d.index, holders[d.uuid], "held_by_job")
+        BusyDevice(d.node, d.uuid, d.index, holders[(d.node, d.uuid)], "held_by_job")
         for d in devices
-        if d.uuid in holders
+        if (d.node, d.uuid) in holders
     ]
 
 
@@ -89,13 +99,10 @@ def reserve_count(
             select(Device).where(Device.node == job.node).order_by(Device.index).with_for_update()
         ).all()
         holders = live_holders(session, job.node, [d.uuid for d in devices])
-        free = [
-            d
-            for d in devices
-            if d.uuid not in holders and not d.external_processes and (fits is None or fits(d))
-        ]
+        idle = [d for d in devices if d.uuid not in holders and not d.external_processes]
+        free = [d for d in idle if fits is None or fits(d)]
         if len(free) < count:
-            raise NotEnoughDevices(count, len(free), job.node)
+            raise NotEnoughDevices(count, len(free), job.node, lacking_memory=len(idle) - len(free))
         chosen = [Chosen(d.node, d.uuid, d.index) for d in free[:count]]
         try:
             reserve(session, job, chosen)

@@ -11,8 +11,9 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from gpudeck.engine.command_output import COMPLETE_MARKER
 from gpudeck.models import Checkpoint
-from gpudeck.services.errors import DomainError
+from gpudeck.services.errors import NotFound
 
 # What makes a step directory a complete checkpoint (the trainer renames it into place whole).
 REQUIRED_FILES = (
@@ -23,12 +24,11 @@ REQUIRED_FILES = (
 )
 
 
-class CheckpointNotFound(DomainError):
+class CheckpointNotFound(NotFound):
     def __init__(self, job_id: int, what: str) -> None:
         super().__init__(
             message=f"job {job_id} has no {what}",
             field="checkpoint",
-            status_code=404,
             code="checkpoint_not_found",
         )
 
@@ -41,6 +41,10 @@ def inside(data_dir: Path, relative: str) -> Path | None:
 
 
 def is_complete(directory: Path) -> bool:
+    # A command job's (`script`) checkpoint holds the script's own files: the worker marks it
+    # complete once it was renamed into place (engine/command_output.py).
+    if (directory / COMPLETE_MARKER).is_file():
+        return True
     return all((directory / name).is_file() for name in REQUIRED_FILES)
 
 

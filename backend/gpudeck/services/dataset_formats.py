@@ -5,6 +5,7 @@ a literal parser, and object arrays, which would need pickle, are refused)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import struct
@@ -28,6 +29,7 @@ class Tensor:
     name: str | None
     dtype: str
     shape: tuple[int, ...]
+    data_start: int = 0  # where its data begins in the file, in bytes
 
 
 def invalid(reason: str) -> InvalidInput:
@@ -59,7 +61,7 @@ def read_safetensors(f: BinaryIO, size: int) -> list[Tensor]:
     tensors, end_max = [], 0
     for name, info in header.items():
         tensor, end = _safetensors_entry(name, info, data_bytes)
-        tensors.append(tensor)
+        tensors.append(dataclasses.replace(tensor, data_start=8 + header_len + tensor.data_start))
         end_max = max(end_max, end)
     if end_max != data_bytes:
         raise invalid("the safetensors data section does not match its header")
@@ -85,7 +87,7 @@ def _safetensors_entry(name: str, info: object, data_bytes: int) -> tuple[Tensor
     ):
         raise invalid(f"tensor {name!r}: data_offsets do not match its shape and dtype")
     check_matrix(tuple(shape), f"tensor {name!r}")
-    return Tensor(name, dtype, tuple(shape)), end
+    return Tensor(name, dtype, tuple(shape), data_start=start), end
 
 
 def read_npy(f: BinaryIO, size: int) -> list[Tensor]:
@@ -104,7 +106,7 @@ def read_npy(f: BinaryIO, size: int) -> list[Tensor]:
     check_matrix(tuple(shape), "the array")
     if size - f.tell() != math.prod(shape) * dtype.itemsize:
         raise invalid("the .npy data size does not match its header")
-    return [Tensor(None, str(np.dtype(dtype)), tuple(shape))]
+    return [Tensor(None, str(np.dtype(dtype)), tuple(shape), data_start=f.tell())]
 
 
 def inspect_file(path: Path) -> tuple[str, list[Tensor]]:
@@ -116,3 +118,39 @@ def inspect_file(path: Path) -> tuple[str, list[Tensor]]:
         if path.suffix == ".safetensors":
             return "safetensors", read_safetensors(f, size)
     raise invalid("the name must end in .safetensors or .npy")
+
+
+_SCAN_BYTES = 64 * 1024 * 1024  # read this much at a time: memory stays bounded
+_FLOATS = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2"}
+
+
+def _float_dtype(tensor: Tensor) -> np.dtype | None:
+    """The dtype to scan the tensor's data as; None when it cannot hold NaN or Inf."""
+    if tensor.dtype in _FLOATS:
+        return np.dtype(_FLOATS[tensor.dtype])
+    dtype = np.dtype(tensor.dtype) if tensor.name is None else None
+    return dtype if dtype is not None and dtype.kind == "f" else None
+
+
+def _bad_rows(block: np.ndarray, bfloat16: bool) -> np.ndarray:
+    if bfloat16:  # exponent all ones: Inf or NaN
+        return np.flatnonzero(((block & 0x7F80) == 0x7F80).any(axis=1))
+    return np.flatnonzero(~np.isfinite(block).all(axis=1))
+
+
+def check_finite(path: Path, tensors: list[Tensor], *, name: str | None = None) -> None:
+    """Every value of every float tensor is finite, or InvalidInput naming the file, the tensor
+    and the first row holding a NaN or Inf (training on it would only fail later)."""
+    for tensor in tensors:
+        dtype = _float_dtype(tensor)
+        if dtype is None:
+            continue
+        rows, width = tensor.shape
+        data = np.memmap(path, dtype=dtype, mode="r", offset=tensor.data_start, shape=(rows, width))
+        step = max(1, _SCAN_BYTES // max(1, width * dtype.itemsize))
+        for first in range(0, rows, step):
+            bad = _bad_rows(np.asarray(data[first : first + step]), tensor.dtype == "BF16")
+            if bad.size:
+                what = f"tensor {tensor.name!r}" if tensor.name else "the array"
+                row = first + int(bad[0])
+                raise invalid(f"{name or path.name}: {what} holds NaN or Inf, first in row {row}")

@@ -16,24 +16,24 @@ from pathlib import Path
 import anyio.to_thread
 
 from gpudeck.core.paths import UnsafePath, safe_join
-from gpudeck.services.dataset_formats import Tensor, inspect_file, invalid
-from gpudeck.services.errors import DomainError, InvalidInput
+from gpudeck.services.dataset_formats import Tensor, check_finite, inspect_file, invalid
+from gpudeck.services.errors import Conflict, InvalidInput, TooLarge
 
 
-class DatasetExists(DomainError):
+class DatasetExists(Conflict):
     def __init__(self, name: str) -> None:
         super().__init__(
-            message=f"dataset {name!r} already exists", field="name", status_code=409,
-            code="dataset_exists",
-        )  # fmt: skip
+            message=f"dataset {name!r} already exists", field="name", code="dataset_exists"
+        )
 
 
-class DatasetTooLarge(DomainError):
+class DatasetTooLarge(TooLarge):
     def __init__(self, limit: int) -> None:
         super().__init__(
-            message=f"the upload exceeds the limit of {limit} bytes", field="body",
-            status_code=413, code="body_too_large",
-        )  # fmt: skip
+            message=f"the upload exceeds the limit of {limit} bytes",
+            field="body",
+            code="body_too_large",
+        )
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,8 @@ async def _write_capped(temp: Path, chunks: AsyncIterator[bytes], max_bytes: int
 
 
 def _check_and_publish(temp: Path, target: Path) -> DatasetInfo:
-    describe(temp)  # raises InvalidInput on a bad header or shape
+    info = describe(temp)  # raises InvalidInput on a bad header or shape
+    check_finite(temp, info.tensors, name=target.name)
     try:
         os.link(temp, target)  # atomic, and never replaces an existing name
     except FileExistsError:

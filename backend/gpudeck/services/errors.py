@@ -1,5 +1,8 @@
-"""Domain errors. Services raise these; one handler in the API maps them to HTTP responses
-whose body names the field and the reason."""
+"""Domain errors: what went wrong, in the domain's words, with the field it concerns.
+
+Each error is one of a few categories (the request is invalid, names something missing,
+conflicts with the current state, is not allowed, or is too large). Services raise them and
+know no HTTP: api/errors.py is the one place that maps a category to a status code."""
 
 from __future__ import annotations
 
@@ -12,12 +15,42 @@ from typing import Any
 class DomainError(Exception):
     message: str
     field: str | None = None
-    status_code: int = 400
     code: str = "bad_request"
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
         return self.message
+
+
+class Invalid(DomainError):
+    """The request breaks a rule of the domain (beyond its schema)."""
+
+
+class NotFound(DomainError):
+    """The request names something that does not exist."""
+
+
+class Conflict(DomainError):
+    """The request is valid but the current state refuses it (busy devices, a finished job)."""
+
+
+class Forbidden(DomainError):
+    """The caller may not do this."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message=message, field=field, code="forbidden")
+
+
+class NotAuthenticated(Forbidden):
+    """The caller is nobody: no valid token."""
+
+    def __init__(self) -> None:
+        super().__init__("a valid API token is required")
+        self.code = "not_authenticated"
+
+
+class TooLarge(DomainError):
+    """The request carries more data than allowed."""
 
 
 @dataclass
@@ -29,7 +62,7 @@ class BusyDevice:
     reason: str  # "held_by_job" | "external_process"
 
 
-class GpuBusy(DomainError):
+class GpuBusy(Conflict):
     def __init__(self, busy: list[BusyDevice]) -> None:
         names = ", ".join(
             f"{d.node}/{d.index} (job {d.held_by_job_id})"
@@ -40,56 +73,60 @@ class GpuBusy(DomainError):
         super().__init__(
             message=f"devices busy: {names}",
             field="devices",
-            status_code=409,
             code="gpu_busy",
             extra={"busy": [d.__dict__ for d in busy]},
         )
 
 
-class NotEnoughDevices(DomainError):
-    def __init__(self, requested: int, free: int, node: str | None) -> None:
+class NotEnoughDevices(Conflict):
+    def __init__(
+        self, requested: int, free: int, node: str | None, lacking_memory: int = 0
+    ) -> None:
         where = f" on node {node}" if node else ""
+        # Idle devices without room for the job are not "free" for it: say so, or the message
+        # reads as if every device were taken.
+        why = (
+            f" ({lacking_memory} more are idle but lack the free memory the job needs per device)"
+            if lacking_memory
+            else ""
+        )
         super().__init__(
-            message=f"{requested} devices requested but only {free} are free{where}",
+            message=f"{requested} devices requested but only {free} are free{where}{why}",
             field="count",
-            status_code=409,
             code="not_enough_devices",
-            extra={"requested": requested, "free": free},
+            extra={"requested": requested, "free": free, "lacking_memory": lacking_memory},
         )
 
 
-class UnknownDevice(DomainError):
+class UnknownDevice(Invalid):
     def __init__(self, field_path: str, node: str, ident: str) -> None:
         super().__init__(
             message=f"no device {ident} on node {node!r}",
             field=field_path,
-            status_code=422,
             code="unknown_device",
         )
 
 
-class JobNotFound(DomainError):
+class JobNotFound(NotFound):
     def __init__(self, job_id: int) -> None:
         super().__init__(
             message=f"job {job_id} does not exist",
             field="job_id",
-            status_code=404,
             code="job_not_found",
         )
 
 
-class InvalidTransition(DomainError):
+class InvalidTransition(Conflict):
     def __init__(self, job_id: int, current: str, target: str) -> None:
         super().__init__(
             message=f"job {job_id} is {current}; it cannot become {target}",
             field="status",
-            status_code=409,
             code="invalid_transition",
             extra={"current": current, "target": target},
         )
 
 
-class InvalidInput(DomainError):
+class InvalidInput(Invalid):
     """A request that passed the schema but not the domain rules (unknown kind, bad config...).
 
     `errors` are (field path, reason) pairs, shown in FastAPI's 422 format so clients parse one
@@ -99,7 +136,15 @@ class InvalidInput(DomainError):
         super().__init__(
             message="; ".join(f"{f}: {m}" for f, m in errors),
             field=errors[0][0] if errors else None,
-            status_code=422,
             code="invalid_input",
             extra={"errors": errors},
+        )
+
+
+class UnknownKind(NotFound):
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(
+            message=f"no job kind {name!r}; known kinds: {', '.join(known)}",
+            field="kind_name",
+            code="unknown_kind",
         )

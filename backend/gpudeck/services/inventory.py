@@ -3,34 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Row, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Allocation, Device, Job, Node
+from gpudeck.telemetry.devices import DeviceInfo
 
-
-@dataclass(frozen=True)
-class DeviceInfo:
-    uuid: str
-    index: int
-    name: str
-    memory_total_bytes: int
-    external_processes: list[dict[str, int]] = field(default_factory=list)
+# A node's sampler rewrites its row at least every telemetry.sampler.INVENTORY_REFRESH_S (30 s):
+# a node silent for three of those is offline, and its devices cannot be chosen.
+OFFLINE_AFTER_S = 90.0
 
 
 def upsert_inventory(
-    session: Session, node: str, source: str, devices: Sequence[DeviceInfo]
+    session: Session,
+    node: str,
+    source: str,
+    devices: Sequence[DeviceInfo],
+    *,
+    address: str | None = None,
 ) -> None:
     now = func.now()
-    node_stmt = insert(Node).values(name=node, source=source)
-    session.execute(
-        node_stmt.on_conflict_do_update(
-            index_elements=[Node.name], set_={"source": source, "last_seen_at": now}
-        )
-    )
+    node_stmt = insert(Node).values(name=node, source=source, address=address)
+    seen: dict[str, Any] = {"source": source, "last_seen_at": now}
+    if address is not None:
+        seen["address"] = address
+    session.execute(node_stmt.on_conflict_do_update(index_elements=[Node.name], set_=seen))
     for d in devices:
         stmt = insert(Device).values(
             node=node,
@@ -72,11 +73,22 @@ def list_devices_with_holders(session: Session) -> list[tuple[Device, Job | None
     return [(device, job) for device, job in rows]
 
 
-def list_nodes(session: Session) -> list[tuple[Node, int]]:
-    rows = session.execute(
-        select(Node, func.count(Device.id))
+def list_nodes(
+    session: Session,
+) -> Sequence[Row[str, str, int, datetime, datetime, str | None, bool]]:
+    """Each node's columns, its `device_count` and whether it is `online`, as named row
+    attributes."""
+    return session.execute(
+        select(
+            Node.name,
+            Node.source,
+            func.count(Device.id).label("device_count"),
+            Node.registered_at,
+            Node.last_seen_at,
+            Node.address,
+            (Node.last_seen_at >= func.now() - timedelta(seconds=OFFLINE_AFTER_S)).label("online"),
+        )
         .outerjoin(Device, Device.node == Node.name)
         .group_by(Node.name)
         .order_by(Node.name)
-    )
-    return [(node, count) for node, count in rows]
+    ).all()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -34,8 +34,19 @@ class CheckpointRecord:
 
 
 def record_metrics(
-    session: Session, job_id: int, rows: Sequence[tuple[int, dict[str, float]]]
+    session: Session,
+    job_id: int,
+    rows: Sequence[tuple[int, dict[str, float]]],
+    *,
+    replace: bool = False,
 ) -> None:
+    """Insert metric rows. `replace`: first delete rows of the same steps, for a batch that
+    may have been committed already (its commit's answer was lost with the connection)."""
+    if rows and replace:
+        steps = [step for step, _ in rows]
+        session.execute(
+            delete(JobMetric).where(JobMetric.job_id == job_id, JobMetric.step.in_(steps))
+        )
     if rows:
         session.execute(
             insert(JobMetric),

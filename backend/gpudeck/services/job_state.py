@@ -1,32 +1,41 @@
 """The job state machine: the one place where a job's status changes.
 
-    queued -> starting -> running -> succeeded | failed | cancelled | lost
+    queued -> starting -> running -> succeeded | failed | cancelled | lost | timeout
+                                  -> queued (preempted: it waits again, to resume)
 
-A queued job may also be cancelled (nobody started it) or fail (it could not be dispatched),
-and a starting one may fail, be cancelled or be lost. Any other move raises InvalidTransition.
+A queued job may also be cancelled (nobody started it, or a dependency failed; a job whose
+dispatch failed waits for the scheduler's outbox, it does not fail), and a starting one may
+fail, be cancelled or be lost. A running job that reaches its time limit ends `timeout`; a
+preemptible one stopped for a higher-priority job goes back to `queued` (preemption).
+Any other move raises InvalidTransition.
 A terminal transition releases the job's allocations in the same transaction, so there is no
-moment at which a finished job still holds a device.
+moment at which a finished job still holds a device, and wakes the scheduler when it commits
+(devices are free for the next queued job).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
-from gpudeck.models import Allocation, Job, JobStatus
+from gpudeck.models import Allocation, Job, JobRun, JobStatus
 from gpudeck.services.errors import InvalidTransition, JobNotFound
 
 S = JobStatus
-TERMINAL = frozenset({S.succeeded, S.failed, S.cancelled, S.lost})
+TERMINAL = frozenset({S.succeeded, S.failed, S.cancelled, S.lost, S.timeout})
 ALLOWED: dict[JobStatus, frozenset[JobStatus]] = {
-    S.queued: frozenset({S.starting, S.cancelled, S.failed}),
+    S.queued: frozenset({S.starting, S.cancelled}),
     S.starting: frozenset({S.running, S.failed, S.cancelled, S.lost}),
-    S.running: frozenset({S.succeeded, S.failed, S.cancelled, S.lost}),
+    S.running: frozenset({S.queued, S.succeeded, S.failed, S.cancelled, S.lost, S.timeout}),
     S.succeeded: frozenset(),
     S.failed: frozenset(),
     S.cancelled: frozenset(),
     S.lost: frozenset(),
+    S.timeout: frozenset(),
 }
+# Postgres delivers a NOTIFY when its transaction commits, and never for a rolled-back one:
+# the scheduler hears of freed devices exactly when they are free.
+WAKE_CHANNEL = "gpudeck_scheduler"
 
 
 def can_transition(current: JobStatus, target: JobStatus) -> bool:
@@ -34,8 +43,17 @@ def can_transition(current: JobStatus, target: JobStatus) -> bool:
 
 
 def lock_job(session: Session, job_id: int) -> Job:
-    """Load a job with its row locked, so two writers (worker, cancel, reaper) serialise."""
-    job = session.scalar(select(Job).where(Job.id == job_id).with_for_update())
+    """Load a job with its row locked, so two writers (worker, cancel, reaper) serialise.
+
+    `populate_existing` overwrites a copy already in the session (the API loads the job to
+    check its owner before it locks it): deciding on that stale copy let a cancel free the
+    devices of a job the worker had claimed meanwhile, while its ranks were starting."""
+    job = session.scalar(
+        select(Job)
+        .where(Job.id == job_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
     if job is None:
         raise JobNotFound(job_id)
     return job
@@ -54,14 +72,31 @@ def transition(
     elif target is S.running:
         job.started_at = func.now()
         job.heartbeat_at = func.now()
-    if error is not None:
+        session.add(JobRun(job_id=job_id, started_at=func.now()))
+    if current is S.running:
+        preempted = target is S.queued
+        _end_run(
+            session, job, "preempted" if preempted else target.value, error if preempted else None
+        )
+    if error is not None and target is not S.queued:
         job.error = error
     if target in TERMINAL:
         job.finished_at = func.now()
+    if target in TERMINAL or target is S.queued:
         release_allocations(session, job_id)
+        wake_scheduler(session)
     session.flush()
     session.refresh(job)
     return job
+
+
+def _end_run(session: Session, job: Job, outcome: str, reason: str | None) -> None:
+    """Close the job's open segment (docs/scheduler.md: a preempted job has one per start)."""
+    session.execute(
+        update(JobRun)
+        .where(JobRun.job_id == job.id, JobRun.ended_at.is_(None))
+        .values(ended_at=func.now(), outcome=outcome, reason=reason, last_step=job.progress_step)
+    )
 
 
 def release_allocations(session: Session, job_id: int) -> None:
@@ -70,3 +105,8 @@ def release_allocations(session: Session, job_id: int) -> None:
         .where(Allocation.job_id == job_id, Allocation.released_at.is_(None))
         .values(released_at=func.now())
     )
+
+
+def wake_scheduler(session: Session) -> None:
+    """Ask the active scheduler for a pass once this transaction commits."""
+    session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": WAKE_CHANNEL})

@@ -3,19 +3,43 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from gpudeck.models import Device, Job, JobStatus, Node
+from gpudeck.core.security import Principal
+from gpudeck.engine.kinds import get_kind, registry
+from gpudeck.models import Allocation, Device, Job, JobStatus, Node, UserQuota
 from gpudeck.schemas.jobs import DeviceRef, JobCreate
-from gpudeck.services import job_state
-from gpudeck.services.allocation import Chosen, raise_if_held, reserve, reserve_count
-from gpudeck.services.errors import InvalidInput, InvalidTransition, JobNotFound, UnknownDevice
+from gpudeck.services import fit, job_state, multinode, queue
+from gpudeck.services.allocation import (
+    Chosen,
+    holders_by_node,
+    raise_if_held,
+    reserve,
+    reserve_count,
+)
+from gpudeck.services.errors import (
+    Conflict,
+    Forbidden,
+    GpuBusy,
+    InvalidInput,
+    InvalidTransition,
+    JobNotFound,
+    NotEnoughDevices,
+    UnknownDevice,
+)
+from gpudeck.services.inventory import OFFLINE_AFTER_S
+from gpudeck.services.nodes import refuse_offline
 from gpudeck.services.placement import InsufficientMemory, LiveMemory, short_devices
-from gpudeck.trainer.kinds import get_kind, registry
+from gpudeck.services.recommend import default_safety_margin
+from gpudeck.services.submit_checks import check_host_memory, check_kind_inputs, refuse_nul
+from gpudeck.services.users import may_run_code
 
 
 def validate_config(kind_name: str, config: dict[str, Any], world_size: int) -> dict[str, Any]:
@@ -47,6 +71,12 @@ def validate_config(kind_name: str, config: dict[str, Any], world_size: int) -> 
     return model.model_dump(mode="json")
 
 
+def _steps(kind_name: str, config: dict[str, Any]) -> int | None:
+    kind = get_kind(kind_name)
+    field = kind.steps_field if kind else None
+    return int(config[field]) if field and field in config else None
+
+
 def _default_node(session: Session) -> str:
     nodes = session.scalars(select(Node.name).order_by(Node.name)).all()
     if len(nodes) == 1:
@@ -57,24 +87,29 @@ def _default_node(session: Session) -> str:
 
 
 def resolve_devices(session: Session, refs: list[DeviceRef]) -> tuple[str, list[Chosen]]:
+    """The devices a request names, on one node or several; returns (the first node, them).
+
+    A job across nodes gets its ranks node by node (torchrun's layout: each node's ranks are
+    contiguous), nodes in the order the request first names them; node rank 0, the first
+    node, hosts the rendezvous and is the job's `node`."""
     default = None if all(r.node for r in refs) else _default_node(session)
-    nodes = {r.node or default for r in refs}
-    if len(nodes) > 1:
-        raise InvalidInput([("devices", "all devices of a job must be on one node")])
-    node = str(nodes.pop())
-    inventory = session.scalars(select(Device).where(Device.node == node)).all()
-    by_uuid = {d.uuid: d for d in inventory}
-    by_index = {d.index: d for d in inventory}
+    nodes = list(dict.fromkeys(str(r.node or default) for r in refs))
+    inventory = session.scalars(select(Device).where(Device.node.in_(nodes))).all()
+    by_uuid = {(d.node, d.uuid): d for d in inventory}
+    by_index = {(d.node, d.index): d for d in inventory}
     chosen: list[Chosen] = []
     for i, ref in enumerate(refs):
-        device = by_uuid.get(ref.uuid or "") if ref.uuid else by_index.get(int(ref.index or 0))
+        node = str(ref.node or default)
+        key = (node, ref.uuid) if ref.uuid else (node, int(ref.index or 0))
+        device = by_uuid.get(key) if ref.uuid else by_index.get(key)  # type: ignore[arg-type]
         if device is None:
             ident = f"uuid {ref.uuid}" if ref.uuid else f"index {ref.index}"
             raise UnknownDevice(f"devices.{i}", node, ident)
-        if any(c.uuid == device.uuid for c in chosen):
+        if any((c.node, c.uuid) == (node, device.uuid) for c in chosen):
             raise InvalidInput([(f"devices.{i}", f"device {device.index} is listed twice")])
         chosen.append(Chosen(node, device.uuid, device.index))
-    return node, chosen
+    chosen.sort(key=lambda c: nodes.index(c.node))  # stable: the request's order within a node
+    return nodes[0], chosen
 
 
 def estimate_bytes_per_device(
@@ -89,55 +124,298 @@ def estimate_bytes_per_device(
     return int(estimate(kind.config_model.model_validate(config), world_size).bytes_per_device)
 
 
+@dataclass(frozen=True)
+class Submitter:
+    """Who submits, and the operator's time limits."""
+
+    owner: str
+    is_admin: bool = False
+    default_time_limit_s: int = 24 * 3600
+    max_time_limit_s: int = 30 * 86400
+
+
+def _waits_for_unfinished(session: Session, depends_on: Sequence[int]) -> bool:
+    """A job waiting for others may read what they will write (an SAE on an extraction's
+    output): its inputs are checked when its ranks start, not at submit."""
+    if not depends_on:
+        return False
+    statuses = session.scalars(select(Job.status).where(Job.id.in_(depends_on)))
+    return any(JobStatus(s) != JobStatus.succeeded for s in statuses)
+
+
+def _check_scheduling(session: Session, spec: JobCreate, who: Submitter) -> int:
+    """The scheduling fields beyond their schema; returns the job's time limit."""
+    if spec.priority > 0 and not who.is_admin:
+        raise Forbidden("only an admin may submit with a priority above 0", field="priority")
+    limit = spec.time_limit_s or who.default_time_limit_s
+    if limit > who.max_time_limit_s:
+        raise InvalidInput(
+            [("time_limit_s", f"{limit} s exceeds the maximum of {who.max_time_limit_s} s")]
+        )
+    if not spec.queue and (spec.hold or spec.depends_on):
+        field = "hold" if spec.hold else "depends_on"
+        raise InvalidInput([(field, "a job that must wait cannot be sent with queue: false")])
+    if spec.depends_on:
+        found = set(session.scalars(select(Job.id).where(Job.id.in_(spec.depends_on))))
+        for i, dep in enumerate(spec.depends_on):
+            if dep not in found:
+                raise InvalidInput([(f"depends_on.{i}", f"job {dep} does not exist")])
+    quota = session.get(UserQuota, who.owner)
+    most = quota.max_queued_jobs if quota is not None else None
+    if most is not None and queue.queued_count(session, who.owner) >= most:
+        raise Conflict(
+            message=f"quota: {who.owner} may have {most} jobs queued",
+            field="queue",
+            code="quota_exceeded",
+        )
+    return limit
+
+
+def _never_fits(
+    inventory: Sequence[Device],
+    spec: JobCreate,
+    node: str,
+    devices: list[Chosen],
+    estimate: int | None,
+) -> None:
+    """Refuse at once what no wait can cure: devices too small for the estimate even when
+    empty (a queued job would wait forever). More devices than the node has is refused
+    earlier, by `fit.check_count`. `inventory`: the requested devices, or all of the node."""
+    if estimate is None or spec.force:
+        return
+    room = {
+        d.uuid: d.memory_total_bytes - default_safety_margin(d.memory_total_bytes)
+        for d in inventory
+    }
+    if devices:  # named, or a count spread over nodes (chosen already)
+        small = [d for d in devices if room.get(d.uuid, 0) < estimate]
+        if small:
+            raise InsufficientMemory(
+                estimate,
+                [
+                    {
+                        "node": d.node,
+                        "uuid": d.uuid,
+                        "index": d.index,
+                        "memory_free_bytes": None,
+                        "usable_bytes": room.get(d.uuid, 0),
+                    }
+                    for d in small
+                ],
+            )
+    elif sum(1 for r in room.values() if r >= estimate) < spec.world_size:
+        raise NotEnoughDevices(
+            spec.world_size, sum(1 for r in room.values() if r >= estimate), node
+        )
+
+
+def check_may_submit(kind_name: str, principal: Principal) -> None:
+    """A kind that runs the user's own code (`script`) needs the `run_code` permission."""
+    kind = get_kind(kind_name)
+    if kind is not None and kind.runs_user_code and not may_run_code(principal):
+        raise Forbidden(
+            f"{kind_name} jobs run your own code: an admin must grant you run_code", field="kind"
+        )
+
+
 def create_job(
     session: Session,
     spec: JobCreate,
     *,
-    owner: str,
+    owner: str | Submitter,
     live: dict[tuple[str, str], LiveMemory] | None = None,
+    data_dir: Path | None = None,
 ) -> Job:
-    """Insert the job and reserve its devices in the caller's transaction.
+    """Insert the job and, when it may start now, reserve its devices in the caller's
+    transaction; otherwise it waits for the scheduler (`queue`, the default) or, with
+    `queue: false`, the submission is refused as devices busy.
 
+    It starts at once only when nothing waits ahead of it on its node (a stream of small
+    jobs must not overtake a waiting large one), it holds no dependency and is not held.
     `live` is the nodes' fresh free memory; unless the request says `force`, devices that
-    cannot hold the job's estimate are refused (explicit) or passed over (count)."""
-    config = validate_config(spec.kind, spec.config, spec.world_size)
-    estimate = estimate_bytes_per_device(spec.kind, config, spec.world_size)
-    check = live is not None and estimate is not None and not spec.force
+    cannot hold the job's estimate are refused (explicit) or passed over (count). With
+    `data_dir`, a file dataset must exist there now, not only when the job starts."""
+    who = owner if isinstance(owner, Submitter) else Submitter(owner)
+    refuse_nul(spec.config, "config")
+    if spec.devices is not None and (spec.nodes or spec.devices_per_node):
+        raise InvalidInput([("nodes", "nodes and devices_per_node go with count, not devices")])
     if spec.devices is not None:
         node, devices = resolve_devices(session, spec.devices)
-        # Fast refusal for the common conflict, before any insert; the unique index still
-        # decides every race this read cannot see.
-        raise_if_held(session, node, devices)
-        short = short_devices([(d.node, d.uuid) for d in devices], estimate or 0, live or {})
-        if check and short:
-            raise InsufficientMemory(int(estimate or 0), short)
+        inventory: Sequence[Device] = _chosen_inventory(session, devices)
+    elif spec.nodes is not None or spec.devices_per_node is not None:
+        node, devices = _place_across(session, spec)  # then placed as named devices
+        inventory = _chosen_inventory(session, devices)
     else:
         node, devices = spec.node or _default_node(session), []
+        inventory = fit.node_devices(session, node)
+        fit.check_count(inventory, node, spec.world_size)  # before any config error
+    field = "devices" if spec.devices is not None else "count"
+    refuse_offline(session, [d.node for d in devices] or [node], field)
+    config = validate_config(spec.kind, spec.config, spec.world_size)
+    if data_dir is not None and not _waits_for_unfinished(session, spec.depends_on):
+        kind = get_kind(spec.kind)
+        assert kind is not None  # validate_config refused unknown kinds
+        check_kind_inputs(kind, kind.config_model.model_validate(config), data_dir)
+    time_limit = _check_scheduling(session, spec, who)
+    estimate = estimate_bytes_per_device(spec.kind, config, spec.world_size)
+    check = live is not None and estimate is not None and not spec.force
+    if estimate is not None and not spec.force:
+        fit.check_fits(inventory, node, estimate, "config")
+    _never_fits(inventory, spec, node, devices, estimate)
+    check_host_memory(session, node, spec.world_size, estimate, field)
+    now = spec.queue and not spec.hold and not spec.depends_on
+    now = now and not queue.waiting_on_node(session, node) and _quota_allows(session, who, spec)
+    if now and not devices:
+        # An unlocked look first: with too few devices free, a queueing count request need not
+        # wait for the device-row locks to find that out.
+        now = queue.free_devices(session, node) >= spec.world_size
+    if not spec.queue:
+        now = True
+    # A job across nodes (or a count spread over nodes) starts now or is refused: the
+    # scheduler's pass places a waiting job on one node.
+    placed_now = len({d.node for d in devices}) > 1 or (spec.devices is None and bool(devices))
+    if placed_now:
+        _refuse_waiting_across_nodes(spec)
+        now = True
     job = Job(
         name=spec.name or f"{spec.kind}-job",
         kind=spec.kind,
         config=config,
-        owner=owner,
+        owner=who.owner,
         node=node,
         world_size=spec.world_size,
         status=JobStatus.queued,
-        progress_total=config.get("steps"),
+        progress_total=_steps(spec.kind, config),
         estimate_bytes_per_device=estimate,
+        priority=spec.priority,
+        time_limit_s=time_limit,
+        depends_on=list(spec.depends_on),
+        preemptible=spec.preemptible,
+        held=spec.hold,
+        requested_devices=[d.uuid for d in devices] if devices else None,
     )
-    session.add(job)
-    session.flush()
-    if spec.devices is not None:
-        reserve(session, job, devices)
+    if now:
+        try:
+            # Fast refusal for the common conflict, before any insert; the unique index still
+            # decides every race this read cannot see.
+            if devices:
+                raise_if_held(session, devices)
+                short = short_devices(
+                    [(d.node, d.uuid) for d in devices], estimate or 0, live or {}
+                )
+                if check and short:
+                    raise InsufficientMemory(int(estimate or 0), short)
+            session.add(job)
+            session.flush()
+            # In a savepoint: a count that finds no room gives back the device-row locks at
+            # once, instead of holding them (and every concurrent submit) until commit.
+            with session.begin_nested():
+                _reserve_now(session, job, spec, devices, estimate if check else None, live)
+        except (GpuBusy, NotEnoughDevices, InsufficientMemory):
+            if not spec.queue or placed_now:
+                raise
+    if job.id is None:  # never reserved: it holds nothing (no reload, a queued submit is hot)
+        job.allocations = []
+        session.add(job)
+        session.flush()
     else:
-
-        def fits(device: Device) -> bool:
-            return not check or not short_devices(
-                [(device.node, device.uuid)], estimate or 0, live or {}
-            )
-
-        reserve_count(session, job, spec.world_size, fits=fits)
-    session.refresh(job, ["allocations"])
+        session.refresh(job, ["allocations"])
+    if not job.allocations:
+        job_state.wake_scheduler(session)  # it waits: the scheduler places it
     return job
+
+
+def _chosen_inventory(session: Session, devices: list[Chosen]) -> list[Device]:
+    """The inventory rows of the chosen devices, whichever nodes they are on."""
+    wanted = {(c.node, c.uuid) for c in devices}
+    nodes = list(dict.fromkeys(c.node for c in devices))
+    found = session.scalars(select(Device).where(Device.node.in_(nodes)).order_by(Device.index))
+    return [d for d in found if (d.node, d.uuid) in wanted]
+
+
+def _split_count(spec: JobCreate) -> tuple[int, int]:
+    """(nodes, devices per node) of a count spread over nodes; the count must split evenly."""
+    count = int(spec.count or 0)
+    if spec.node is not None:
+        raise InvalidInput([("node", "name no node for a count spread over nodes")])
+    per_node = spec.devices_per_node or count // int(spec.nodes or 1)
+    nodes = spec.nodes or count // per_node
+    if nodes * per_node != count:
+        field = "devices_per_node" if spec.devices_per_node else "nodes"
+        raise InvalidInput([(field, f"count {count} is not {nodes} nodes x {per_node} devices")])
+    return nodes, per_node
+
+
+def _place_across(session: Session, spec: JobCreate) -> tuple[str, list[Chosen]]:
+    """Free devices of online nodes for a count spread over nodes (best fit, see
+    multinode.choose_nodes), chosen now; reserved like named devices, so the unique index
+    still decides a race (then 409). The first node chosen is the job's node."""
+    nodes, per_node = _split_count(spec)
+    fresh = func.now() - timedelta(seconds=OFFLINE_AFTER_S)
+    rows = session.scalars(
+        select(Device)
+        .join(Node, Node.name == Device.node)
+        .where(Node.last_seen_at >= fresh, func.jsonb_array_length(Device.external_processes) == 0)
+        .order_by(Device.node, Device.index)
+    ).all()
+    held = holders_by_node(session, [Chosen(d.node, d.uuid, d.index) for d in rows])
+    free: dict[str, list[Chosen]] = {}
+    for d in rows:
+        if (d.node, d.uuid) not in held:
+            free.setdefault(d.node, []).append(Chosen(d.node, d.uuid, d.index))
+    chosen = multinode.choose_nodes(free, nodes, per_node)
+    if chosen is None:
+        have = ", ".join(f"{n} {len(v)}" for n, v in sorted(free.items())) or "none"
+        raise Conflict(
+            message=(
+                f"no {nodes} online nodes have {per_node} free devices each "
+                f"(free devices per node: {have})"
+            ),
+            field="count",
+            code="not_enough_devices",
+            extra={"nodes": nodes, "devices_per_node": per_node},
+        )
+    return chosen[0].node, chosen
+
+
+def _refuse_waiting_across_nodes(spec: JobCreate) -> None:
+    """A job across nodes is placed at submission: the scheduler's pass places one node."""
+    if spec.hold or spec.depends_on:
+        field = "hold" if spec.hold else "depends_on"
+        raise InvalidInput([(field, "a job across several nodes cannot wait; it starts now")])
+
+
+def _quota_allows(session: Session, who: Submitter, spec: JobCreate) -> bool:
+    quota = session.get(UserQuota, who.owner)
+    if quota is None or quota.max_devices is None:
+        return True
+    held = session.scalar(
+        select(func.count())
+        .select_from(Allocation)
+        .join(Job, Job.id == Allocation.job_id)
+        .where(Job.owner == who.owner, Allocation.released_at.is_(None))
+    )
+    return int(held or 0) + spec.world_size <= quota.max_devices
+
+
+def _reserve_now(
+    session: Session,
+    job: Job,
+    spec: JobCreate,
+    devices: list[Chosen],
+    estimate: int | None,
+    live: dict[tuple[str, str], LiveMemory] | None,
+) -> None:
+    if devices:
+        reserve(session, job, devices)
+        return
+
+    def fits(device: Device) -> bool:
+        return estimate is None or not short_devices(
+            [(device.node, device.uuid)], estimate, live or {}
+        )
+
+    reserve_count(session, job, spec.world_size, fits=fits)
 
 
 def get_job(session: Session, job_id: int) -> Job:

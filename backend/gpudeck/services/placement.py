@@ -16,7 +16,7 @@ from typing import Any
 import redis
 
 from gpudeck.schemas.gpus import GpuPublic
-from gpudeck.services.errors import DomainError
+from gpudeck.services.errors import Conflict
 from gpudeck.services.recommend import Candidate, default_safety_margin
 from gpudeck.services.telemetry import latest_samples, stale_after_s
 
@@ -41,7 +41,7 @@ def candidates(views: Iterable[GpuPublic]) -> list[Candidate]:
     ]
 
 
-class InsufficientMemory(DomainError):
+class InsufficientMemory(Conflict):
     def __init__(self, bytes_per_device: int, short: list[dict[str, Any]]) -> None:
         names = ", ".join(
             f"{d['node']}/{d['index']} has {d['usable_bytes'] / 1024**3:.2f} GiB usable"
@@ -53,7 +53,6 @@ class InsufficientMemory(DomainError):
                 "(free memory less the safety margin); pick other devices or send force: true"
             ),
             field="devices",
-            status_code=409,
             code="insufficient_memory",
             extra={"bytes_per_device": bytes_per_device, "devices": short},
         )

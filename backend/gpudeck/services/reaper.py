@@ -7,27 +7,40 @@ job) never both act on one job.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Job, JobStatus
-from gpudeck.services import job_state
+from gpudeck.services import job_state, multinode
 from gpudeck.services.runs import ACTIVE
 
 
-def reap_lost(session: Session, lease_s: float) -> list[int]:
-    """Mark starting/running jobs whose heartbeat is older than the lease `lost`."""
+def reap_lost(
+    session: Session, lease_s: float, *, still_in_contact: Callable[[], bool] = lambda: True
+) -> list[int]:
+    """Mark starting/running jobs whose heartbeat is older than the lease `lost`, and jobs
+    across nodes one of whose nodes stopped renewing its part (all of their devices are freed).
+
+    `still_in_contact` is asked once the stale rows are locked: if the database was unreachable
+    (or paused) while the query waited, "stale" may only mean nobody could heartbeat, so nothing
+    is reaped this time."""
     stale = session.scalars(
         select(Job.id)
         .where(
             Job.status.in_(list(ACTIVE)),
-            Job.heartbeat_at < func.now() - timedelta(seconds=lease_s),
+            or_(
+                Job.heartbeat_at < func.now() - timedelta(seconds=lease_s),
+                multinode.stale_part(lease_s),  # one node of a job across nodes is gone
+            ),
         )
         .order_by(Job.id)
         .with_for_update(skip_locked=True)
     ).all()
+    if not still_in_contact():
+        return []
     for job_id in stale:
         job_state.transition(
             session,

@@ -7,22 +7,22 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from gpudeck.engine.kinds import resumes_from_checkpoint
 from gpudeck.models import Device, Job, JobStatus
 from gpudeck.schemas.job_runs import JobResume
 from gpudeck.schemas.jobs import DeviceRef, JobCreate
 from gpudeck.services import job_state
 from gpudeck.services.allocation import live_holders
 from gpudeck.services.checkpoints import newest_complete
-from gpudeck.services.errors import DomainError, InvalidTransition
+from gpudeck.services.errors import Conflict, InvalidTransition
 from gpudeck.services.jobs import create_job, get_job
 
 
-class NothingToResume(DomainError):
+class NothingToResume(Conflict):
     def __init__(self, job_id: int) -> None:
         super().__init__(
             message=f"job {job_id} has no complete checkpoint to resume from",
             field="job_id",
-            status_code=409,
             code="no_checkpoint",
         )
 
@@ -45,7 +45,7 @@ def resume_job(
     source = get_job(session, job_id)
     if JobStatus(source.status) not in job_state.TERMINAL:
         raise InvalidTransition(job_id, source.status, "resumed (it has not finished)")
-    if newest_complete(session, job_id, data_dir) is None:
+    if resumes_from_checkpoint(source.kind) and newest_complete(session, job_id, data_dir) is None:
         raise NothingToResume(job_id)
     devices = request.devices
     count = request.count

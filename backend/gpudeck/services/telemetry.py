@@ -3,18 +3,19 @@ that `GET /api/gpus`, `/metrics` and the recommender share. Takes a Session and 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import redis
-from sqlalchemy import select
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Allocation, Device, Job
 from gpudeck.schemas.gpus import ExternalProcess, GpuPublic, Holder
-from gpudeck.schemas.telemetry import DeviceSample, NodeSample, SamplerHealth
 from gpudeck.services.inventory import list_devices_with_holders
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.provider import Placement
+from gpudeck.telemetry.schema import DeviceSample, NodeSample, SamplerHealth
 
 GpuView = GpuPublic  # what the recommender consumes: one row per device, live readings merged
 STALE_MIN_S = 5.0
@@ -128,6 +129,43 @@ def live_placements(session: Session, node: str) -> dict[str, Placement]:
         uuid: Placement(job_id=job_id, rank=rank, status=status, memory_bytes=estimate)
         for uuid, rank, job_id, status, estimate in rows
     }
+
+
+def raise_peaks(session: Session, peaks: Mapping[int, int]) -> None:
+    """Each job's measured peak memory per device only ever grows (GREATEST in the UPDATE, so
+    two samplers of a multi-device job never lower each other's figure)."""
+    for job_id, peak in peaks.items():
+        session.execute(
+            update(Job)
+            .where(Job.id == job_id)
+            .values(peak_memory_bytes=func.greatest(func.coalesce(Job.peak_memory_bytes, 0), peak))
+        )
+    session.flush()
+
+
+# jobs.rank_memory->'device_peak_bytes'->'<rank>' only ever grows, as peak_memory_bytes does;
+# the rest of rank_memory (the worker's host figures, written at the end) is left as it is.
+_RAISE_RANK_PEAK = text(
+    """
+    UPDATE jobs SET rank_memory = jsonb_set(
+        coalesce(rank_memory, '{}'::jsonb),
+        '{device_peak_bytes}',
+        coalesce(rank_memory->'device_peak_bytes', '{}'::jsonb) || jsonb_build_object(
+            CAST(:rank AS text),
+            greatest(coalesce(CAST(rank_memory->'device_peak_bytes'->>CAST(:rank AS text)
+                                   AS bigint), 0), :peak)
+        )
+    )
+    WHERE id = :job_id
+    """
+)
+
+
+def raise_rank_peaks(session: Session, peaks: Mapping[tuple[int, int], int]) -> None:
+    """Each rank's measured peak device memory (NVML per process) only ever grows."""
+    for (job_id, rank), peak in peaks.items():
+        session.execute(_RAISE_RANK_PEAK, {"job_id": job_id, "rank": rank, "peak": peak})
+    session.flush()
 
 
 def sampler_health(r: redis.Redis, *, now: datetime | None = None) -> list[SamplerHealth]:

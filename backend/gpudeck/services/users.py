@@ -19,29 +19,20 @@ from gpudeck.core.security import (
     token_matches,
 )
 from gpudeck.models import ApiToken, User
-from gpudeck.services.errors import DomainError
+from gpudeck.services.errors import Conflict, NotFound
 
 # Writing last_used_at on every request would turn every read into a write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
-class Forbidden(DomainError):
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message=message, field=field, status_code=403, code="forbidden")
-
-
-class UserExists(DomainError):
+class UserExists(Conflict):
     def __init__(self, name: str) -> None:
-        super().__init__(
-            message=f"user {name!r} already exists", field="name", status_code=409,
-            code="user_exists",
-        )  # fmt: skip
+        super().__init__(message=f"user {name!r} already exists", field="name", code="user_exists")
 
 
-class NotFound(DomainError):
+class RecordNotFound(NotFound):
     def __init__(self, what: str, field: str) -> None:
-        super().__init__(message=f"{what} does not exist", field=field, status_code=404,
-                         code="not_found")  # fmt: skip
+        super().__init__(message=f"{what} does not exist", field=field, code="not_found")
 
 
 @dataclass(frozen=True)
@@ -63,10 +54,23 @@ def create_user(session: Session, name: str, role: Role = "user") -> User:
     return user
 
 
+def set_run_code(session: Session, name: str, allowed: bool) -> User:
+    """Grant or revoke the `run_code` permission (script jobs)."""
+    user = get_user(session, name)
+    user.run_code = allowed
+    session.flush()
+    return user
+
+
+def may_run_code(principal: Principal) -> bool:
+    """Admins may; a user only when an admin granted them `run_code` (read with the token)."""
+    return principal.is_admin or principal.run_code
+
+
 def get_user(session: Session, name: str) -> User:
     user = session.scalar(select(User).where(User.name == name))
     if user is None:
-        raise NotFound(f"user {name!r}", "name")
+        raise RecordNotFound(f"user {name!r}", "name")
     return user
 
 
@@ -107,7 +111,7 @@ def revoke_token(session: Session, token_id: int, by: Principal) -> ApiToken:
     record = session.get(ApiToken, token_id)
     if record is None or not (by.is_admin or record.user_id == by.user_id):
         # Someone else's token id is as unknown to a non-admin as a missing one.
-        raise NotFound(f"token {token_id}", "token_id")
+        raise RecordNotFound(f"token {token_id}", "token_id")
     if record.revoked_at is None:
         record.revoked_at = datetime.now(UTC)
         session.flush()
@@ -133,7 +137,9 @@ def authenticate(session: Session, secret: str) -> Principal | None:
 
 def principal_of(user: User, token_id: int | None = None) -> Principal:
     role: Role = "admin" if user.role == "admin" else "user"
-    return Principal(name=user.name, role=role, user_id=user.id, token_id=token_id)
+    return Principal(
+        name=user.name, role=role, user_id=user.id, token_id=token_id, run_code=user.run_code
+    )
 
 
 def ensure_first_admin(session: Session, name: str = "admin") -> IssuedToken | None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gpudeck.core.config import Settings
-from gpudeck.services.inventory import DeviceInfo
-from gpudeck.telemetry.provider import make_provider
+from gpudeck.telemetry.devices import DeviceInfo
+from gpudeck.telemetry.factory import make_provider
 
 
 def local_inventory(settings: Settings) -> tuple[str, list[DeviceInfo]]:

@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 
 import pynvml
 
-from gpudeck.schemas.telemetry import DeviceSample, Source
-from gpudeck.services.inventory import DeviceInfo
+from gpudeck.telemetry.devices import DeviceInfo
 from gpudeck.telemetry.processes import RawProcess, classify
 from gpudeck.telemetry.provider import SampleContext
+from gpudeck.telemetry.schema import DeviceSample, Source
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

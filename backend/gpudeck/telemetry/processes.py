@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from gpudeck.schemas.telemetry import GpuProcess
+import psutil
+
+from gpudeck.telemetry.schema import GpuProcess
 
 _MAX_ANCESTORS = 8
+MAX_COMMAND_CHARS = 200
 RawProcess = tuple[int, int | None]  # (pid, used memory bytes or None)
 
 
@@ -42,6 +45,47 @@ def owner_of(
     return None
 
 
+def describe(pid: int) -> tuple[str | None, str | None]:
+    """(user, command line) of a process; None for what cannot be read (gone, another
+    namespace, not allowed)."""
+    try:
+        process = psutil.Process(pid)
+        with process.oneshot():
+            user = process.username()
+            command = " ".join(process.cmdline()) or process.name()
+    except (psutil.Error, OSError):
+        return None, None
+    if len(command) > MAX_COMMAND_CHARS:
+        command = command[: MAX_COMMAND_CHARS - 1] + "…"
+    return user, command
+
+
+def peak_rss_bytes(pid: int) -> int | None:
+    """The process's peak resident memory so far (VmHWM in /proc/<pid>/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024  # reported in kB
+    return None
+
+
+def process_view(pid: int, used: int | None, job_id: int | None, rank: int | None) -> GpuProcess:
+    user, command = describe(pid)
+    return GpuProcess(
+        pid=pid,
+        used_memory_bytes=used,
+        managed=job_id is not None,
+        job_id=job_id,
+        rank=rank,
+        user=user,
+        command=command,
+        host_peak_rss_bytes=peak_rss_bytes(pid),
+    )
+
+
 def classify(
     raw: list[RawProcess],
     managed: Mapping[int, tuple[int, int | None]],
@@ -50,7 +94,6 @@ def classify(
     out = []
     for pid, used in raw:
         job_id = owner_of(pid, managed, parent_of)
-        out.append(
-            GpuProcess(pid=pid, used_memory_bytes=used, managed=job_id is not None, job_id=job_id)
-        )
+        rank = managed[pid][1] if pid in managed else None
+        out.append(process_view(pid, used, job_id, rank))
     return out

@@ -1,17 +1,15 @@
-"""What a device provider is, and which one this node uses (`device_provider` setting)."""
+"""What a device provider is and what it is given to read devices. Which provider a node uses is
+decided in telemetry/factory.py, so that the providers import this module and nothing imports
+them back."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gpudeck.core.config import Settings
-from gpudeck.schemas.telemetry import DeviceSample, Source
-from gpudeck.services.inventory import DeviceInfo
-
-log = logging.getLogger(__name__)
+from gpudeck.telemetry.devices import DeviceInfo
+from gpudeck.telemetry.schema import DeviceSample, Source
 
 
 @dataclass(frozen=True)
@@ -41,19 +39,3 @@ class Provider(Protocol):
     def read(self, context: SampleContext) -> list[DeviceSample]: ...
 
     def close(self) -> None: ...
-
-
-def make_provider(settings: Settings) -> Provider:
-    """`auto` is NVML when `nvmlInit` works here, else the simulated device set."""
-    from gpudeck.telemetry import nvml
-    from gpudeck.telemetry.simulated import SimulatedProvider
-
-    choice = settings.device_provider
-    if choice in ("auto", "nvml"):
-        try:
-            return nvml.NvmlProvider()
-        except nvml.NvmlUnavailable as exc:
-            if choice == "nvml":
-                raise
-            log.info("NVML unavailable (%s); using simulated devices", exc)
-    return SimulatedProvider(settings.simulated, settings.node_name, settings.sample_interval_s)

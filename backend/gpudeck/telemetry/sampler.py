@@ -6,23 +6,70 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Protocol
 
 import redis
-from sqlalchemy.orm import Session, sessionmaker
 
-from gpudeck.core.db import transaction
-from gpudeck.schemas.telemetry import DeviceSample, NodeSample
-from gpudeck.services.inventory import DeviceInfo, upsert_inventory
-from gpudeck.services.telemetry import live_placements
 from gpudeck.telemetry import stream
-from gpudeck.telemetry.provider import Provider, SampleContext
+from gpudeck.telemetry.devices import DeviceInfo
+from gpudeck.telemetry.provider import Placement, Provider, SampleContext
+from gpudeck.telemetry.schema import DeviceSample, NodeSample, Source
 
 log = logging.getLogger(__name__)
 INVENTORY_REFRESH_S = 30.0
 ERROR_LOG_EVERY_S = 60.0
 InventoryState = tuple[tuple[str, int, str, int, tuple[tuple[int, int | None], ...]], ...]
+
+
+class SamplerStore(Protocol):
+    """What the sampler reads from and keeps in the database. Its entry point (cli/sampler.py)
+    passes the services' implementation, so telemetry/ itself knows no database."""
+
+    def placements(self, node: str) -> Mapping[str, Placement]:
+        """Device uuid -> the job holding it on `node` (the live allocations)."""
+        ...
+
+    def save_inventory(self, node: str, source: Source, devices: Sequence[DeviceInfo]) -> None:
+        """Upsert the node and its devices, committed; raises when the database fails."""
+        ...
+
+    def record_peaks(self, peaks: Mapping[int, int]) -> None:
+        """Raise each job's measured peak memory per device to at least the given bytes."""
+        ...
+
+    def record_rank_peaks(self, peaks: Mapping[tuple[int, int], int]) -> None:
+        """Raise each (job, rank)'s measured peak device memory to at least the given bytes."""
+        ...
+
+
+def job_peaks(sample: NodeSample) -> dict[int, int]:
+    """Each job's largest per-device memory in this sample: NVML's per-process memory on GPUs;
+    on simulated devices the rank's peak resident memory, the memory it really used."""
+    peaks: dict[int, int] = {}
+    for device in sample.devices:
+        for p in device.processes:
+            measured = (
+                p.host_peak_rss_bytes if sample.source == "simulated" else p.used_memory_bytes
+            )
+            if p.job_id is not None and measured is not None:
+                peaks[p.job_id] = max(peaks.get(p.job_id, 0), measured)
+    return peaks
+
+
+def rank_device_peaks(sample: NodeSample) -> dict[tuple[int, int], int]:
+    """Each (job, rank)'s device memory in this sample, from NVML's per-process figure (none on
+    simulated devices: a rank's memory there is host memory, which its job measures itself)."""
+    peaks: dict[tuple[int, int], int] = {}
+    if sample.source == "simulated":
+        return peaks
+    for device in sample.devices:
+        for p in device.processes:
+            if p.job_id is not None and p.rank is not None and p.used_memory_bytes is not None:
+                key = (p.job_id, p.rank)
+                peaks[key] = max(peaks.get(key, 0), p.used_memory_bytes)
+    return peaks
 
 
 class Sampler:
@@ -32,7 +79,7 @@ class Sampler:
         *,
         node: str,
         redis_client: redis.Redis,
-        sessions: sessionmaker[Session],
+        store: SamplerStore,
         interval_s: float = 1.0,
         history_s: float = 900,
         inventory_refresh_s: float = INVENTORY_REFRESH_S,
@@ -41,7 +88,7 @@ class Sampler:
         self.provider = provider
         self.node = node
         self.redis = redis_client
-        self.sessions = sessions
+        self.store = store
         self.interval_s = interval_s
         self.maxlen = stream.stream_maxlen(history_s, interval_s)
         self.inventory_refresh_s = inventory_refresh_s
@@ -50,15 +97,16 @@ class Sampler:
         self._inventory_state: InventoryState | None = None
         self._inventory_at = float("-inf")
         self._last_error_log = float("-inf")
+        self._peaks: dict[int, int] = {}  # job id -> the peak written for it
+        self._rank_peaks: dict[tuple[int, int], int] = {}  # (job, rank) -> the peak written
 
     def tick(self) -> NodeSample:
         """Take one sample and publish it; raises when Redis or the database fail."""
         started = time.perf_counter()
         sampled_at = datetime.fromtimestamp(self.clock(), UTC)
-        placements = {}
+        placements: Mapping[str, Placement] = {}
         if self.provider.needs_placements:
-            with self.sessions() as session:
-                placements = live_placements(session, self.node)
+            placements = self.store.placements(self.node)
         context = SampleContext(stream.managed_pids(self.redis, self.node), placements)
         devices = self.provider.read(context)
         sample = NodeSample(
@@ -70,7 +118,25 @@ class Sampler:
         )
         self._publish(sample, time.perf_counter() - started)
         self._maybe_upsert_inventory(devices)
+        self._record_peaks(sample)
         return sample
+
+    def _record_peaks(self, sample: NodeSample) -> None:
+        """Write a job's peak only when it grew: one UPDATE per new high, not per sample."""
+        grown = {
+            job: peak for job, peak in job_peaks(sample).items() if peak > self._peaks.get(job, 0)
+        }
+        if grown:
+            self.store.record_peaks(grown)
+            self._peaks.update(grown)
+        ranks = {
+            key: peak
+            for key, peak in rank_device_peaks(sample).items()
+            if peak > self._rank_peaks.get(key, 0)
+        }
+        if ranks:
+            self.store.record_rank_peaks(ranks)
+            self._rank_peaks.update(ranks)
 
     def _publish(self, sample: NodeSample, duration_s: float) -> None:
         pipe = self.redis.pipeline(transaction=False)
@@ -120,8 +186,7 @@ class Sampler:
         now = time.monotonic()
         if state == self._inventory_state and now - self._inventory_at < self.inventory_refresh_s:
             return
-        with transaction(self.sessions) as session:
-            upsert_inventory(session, self.node, self.provider.source, infos)
+        self.store.save_inventory(self.node, self.provider.source, infos)
         self._inventory_state, self._inventory_at = state, now
 
     def run(self, stop: threading.Event) -> None:

@@ -15,9 +15,10 @@ import uuid
 from collections.abc import Callable
 
 from gpudeck.core.config import SimulatedDeviceSpec
-from gpudeck.schemas.telemetry import DeviceSample, GpuProcess, Source
-from gpudeck.services.inventory import DeviceInfo
+from gpudeck.telemetry.devices import DeviceInfo
+from gpudeck.telemetry.processes import process_view
 from gpudeck.telemetry.provider import Placement, SampleContext
+from gpudeck.telemetry.schema import DeviceSample, Source
 
 SOURCE = "simulated"
 DEFAULT_JOB_FRACTION = 0.25
@@ -104,11 +105,7 @@ class SimulatedProvider:
         if active and placement is not None:
             pid = rank_pids.get((placement.job_id, placement.rank))
             if pid is not None:
-                processes.append(
-                    GpuProcess(
-                        pid=pid, used_memory_bytes=used, managed=True, job_id=placement.job_id
-                    )
-                )
+                processes.append(process_view(pid, used, placement.job_id, placement.rank))
         return DeviceSample(
             uuid=d.uuid,
             index=d.index,

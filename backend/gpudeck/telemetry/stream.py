@@ -43,9 +43,10 @@ def stream_maxlen(history_s: float, interval_s: float) -> int:
 # --- the worker's side of the PID contract -------------------------------------------------
 
 
-def register_rank_pid(r: redis.Redis, node: str, pid: int, job_id: int, rank: int) -> None:
-    """Call right after spawning a rank (before it touches a GPU, ideally)."""
-    r.hset(pids_key(node), str(pid), f"{job_id}:{rank}")
+def register_rank_pid(r: redis.Redis, node: str, pid: int, job_id: int, rank: int | None) -> None:
+    """Call right after spawning a rank (before it touches a GPU, ideally); rank None for a
+    process of the job that is no rank (a script job's guard: its ranks' ancestor)."""
+    r.hset(pids_key(node), str(pid), f"{job_id}:{'' if rank is None else rank}")
 
 
 def unregister_pids(r: redis.Redis, node: str, pids: Iterable[int]) -> None:

@@ -1,40 +1,43 @@
-"""Events the worker itself adds to a job's stream (status changes), in the ranks' format:
-flat string fields `type`, `job_id`, `rank` (-1: the worker), `ts` and `data` (JSON)."""
+"""Events the worker itself adds to a job's stream (status changes), in the ranks' wire format
+(engine.events), with rank WORKER_RANK."""
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from typing import Any
 
 import redis
 
+from gpudeck.engine.events import STREAM_MAXLEN, WORKER_RANK, encode
 from gpudeck.services.job_events import job_stream
 
 log = logging.getLogger(__name__)
-STREAM_MAXLEN = 10_000
 FINISHED_STREAM_TTL_S = 7 * 24 * 3600
 
 
+def send(client: redis.Redis, job_id: int, event_type: str, data: dict[str, Any]) -> None:
+    """Add one event to the job's stream; raises RedisError (callers that must not lose it
+    retry, see worker.retry)."""
+    fields = encode(event_type, job_id, WORKER_RANK, data)
+    client.xadd(job_stream(job_id), fields, maxlen=STREAM_MAXLEN, approximate=True)  # type: ignore[arg-type]
+
+
 def publish(client: redis.Redis, job_id: int, event_type: str, data: dict[str, Any]) -> None:
-    fields = {
-        "type": event_type,
-        "job_id": str(job_id),
-        "rank": "-1",
-        "ts": f"{time.time():.6f}",
-        "data": json.dumps(data),
-    }
+    """Best effort: a Redis error is logged, not raised."""
     try:
-        client.xadd(job_stream(job_id), fields, maxlen=STREAM_MAXLEN, approximate=True)  # type: ignore[arg-type]
+        send(client, job_id, event_type, data)
     except redis.RedisError:
         log.warning("could not publish %s for job %s", event_type, job_id, exc_info=True)
+
+
+def status_data(status: str, error: str | None = None) -> dict[str, Any]:
+    return {"status": status, "error": error}
 
 
 def publish_status(
     client: redis.Redis, job_id: int, status: str, *, error: str | None = None
 ) -> None:
-    publish(client, job_id, "status", {"status": status, "error": error})
+    publish(client, job_id, "status", status_data(status, error))
 
 
 def expire_stream(client: redis.Redis, job_id: int) -> None:

@@ -1,13 +1,20 @@
 """Relay a running job's events from its Redis stream into the database, and its ranks' log
 files into the stream (as `log` events, for the WebSocket).
 
-Metrics are batched: one INSERT per flush interval, not one per event.
+Metrics are batched: one INSERT per flush interval, not one per event, written by the relay's
+own writer thread so that a database outage never stalls the runner's loop (which watches the
+ranks). While the database is unreachable the writer keeps the batch and retries with backoff;
+up to MAX_PENDING_METRICS rows wait in memory, and only rows beyond that bound are dropped, with
+a log line naming their steps. Metrics are recorded once per step: a rank that re-sends its
+recent events after a Redis restart (see trainer.context.RedisSink) adds no duplicate row, and
+a batch retried after a failed write replaces the rows that write may have committed.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import math
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,15 +24,20 @@ import redis
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.db import transaction
+from gpudeck.engine.events import decode
 from gpudeck.services import job_events
 from gpudeck.services.checkpoints import is_complete
 from gpudeck.services.job_events import CheckpointRecord, StreamReply, job_stream
-from gpudeck.worker.events import publish
+from gpudeck.worker.events import send
+from gpudeck.worker.map_progress import MapProgress
+from gpudeck.worker.retry import Backoff, store_unreachable, until_stored
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_S = 1.0
 READ_COUNT = 500
 LOG_LINES_PER_PASS = 200
+MAX_PENDING_METRICS = 100_000  # about 100 MB at worst; hours of metrics at usual intervals
+WARN_EVERY_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,8 @@ class _Pending:
     total: int | None = None
     peak_memory_bytes: int | None = None
     checkpoints: list[CheckpointRecord] = field(default_factory=list)
+    # Some rows were in a write that failed: it may have committed all the same.
+    retried: bool = False
 
     def empty(self) -> bool:
         return (
@@ -51,8 +65,35 @@ class _Pending:
             and (self.peak_memory_bytes is None)
         )
 
+    def prepend(self, older: _Pending) -> None:
+        """Put back a batch that could not be written, ahead of what arrived since."""
+        self.metrics[:0] = older.metrics
+        self.retried = True
+        self.checkpoints[:0] = older.checkpoints
+        if self.step is None:
+            self.step, self.total = older.step, older.total
+        if older.peak_memory_bytes is not None:
+            self.peak_memory_bytes = max(older.peak_memory_bytes, self.peak_memory_bytes or 0)
+
+
+@dataclass
+class _Dropped:
+    """Metric rows dropped above the bound (the database was unreachable for too long)."""
+
+    count: int = 0
+    first_step: int | None = None
+    last_step: int | None = None
+
+    def add(self, steps: list[int]) -> None:
+        low, high = min(steps), max(steps)
+        self.count += len(steps)
+        self.first_step = low if self.first_step is None else min(self.first_step, low)
+        self.last_step = high if self.last_step is None else max(self.last_step, high)
+
 
 class EventRelay:
+    """Call pump() from the runner's loop and drain() once the ranks are gone."""
+
     def __init__(
         self,
         job_id: int,
@@ -70,49 +111,123 @@ class EventRelay:
         self.errors: list[RankError] = []
         self.last_loss: float | None = None
         self._last_id = "0-0"
+        self._lock = threading.Lock()  # _pending and _dropped: the runner's loop and the writer
         self._pending = _Pending()
-        self._flushed_at = time.monotonic()
+        self._dropped = _Dropped()
+        self._metric_steps: set[int] = set()
+        self._progress_step = 0
+        self._map_progress = MapProgress()
         self._log_offsets = dict.fromkeys(range(world_size), 0)
+        self._redis_warned_at: float | None = None
+        self._closing = threading.Event()
+        self._writer = threading.Thread(
+            target=self._write_loop, name=f"gpudeck-relay-{job_id}", daemon=True
+        )
+        self._writer.start()
 
     def pump(self, block_ms: int = 0) -> int:
         """Read what is new on the stream (waiting up to block_ms); returns how many events."""
         try:
-            reply = cast(
-                StreamReply,
-                self.client.xread(
-                    {job_stream(self.job_id): self._last_id},
-                    count=READ_COUNT,
-                    block=block_ms or None,
-                ),
-            )
-        except redis.RedisError:
-            log.warning("job %s: cannot read its event stream", self.job_id, exc_info=True)
+            count = self._read(block_ms)
+        except redis.RedisError as exc:
+            self._warn_redis(exc)
             time.sleep(block_ms / 1000)
             return 0
+        self._redis_warned_at = None
+        self._forward_logs()
+        return count
+
+    def drain(self) -> None:
+        """Everything the ranks published before they exited, then the last writes: both wait
+        for their store to come back if it is down."""
+        until_stored(self._read_rest, f"job {self.job_id}: reading its last events")
+        self._forward_logs()
+        self._closing.set()
+        self._writer.join()
+        if self._dropped.count:
+            log.error(
+                "job %s: %d metric rows (steps %s..%s) were dropped: the database was "
+                "unreachable for longer than %d rows could wait",
+                self.job_id,
+                self._dropped.count,
+                self._dropped.first_step,
+                self._dropped.last_step,
+                MAX_PENDING_METRICS,
+            )
+
+    def _read(self, block_ms: int) -> int:
+        reply = cast(
+            StreamReply,
+            self.client.xread(
+                {job_stream(self.job_id): self._last_id},
+                count=READ_COUNT,
+                block=block_ms or None,
+            ),
+        )
         count = 0
         for _, entries in reply or []:
             for entry_id, fields in entries:
                 self._last_id = entry_id
                 self._handle(fields)
                 count += 1
-        self._forward_logs()
-        if time.monotonic() - self._flushed_at >= FLUSH_INTERVAL_S:
-            self.flush()
         return count
 
-    def drain(self) -> None:
-        """Everything the ranks published before they exited, then one last flush."""
-        while self.pump() >= READ_COUNT:
+    def _read_rest(self) -> None:
+        while self._read(0) >= READ_COUNT:
             pass
-        self.flush()
 
-    def flush(self) -> None:
-        pending, self._pending = self._pending, _Pending()
-        self._flushed_at = time.monotonic()
-        if pending.empty():
-            return
+    def _warn_redis(self, exc: redis.RedisError) -> None:
+        now = time.monotonic()
+        if self._redis_warned_at is None or now - self._redis_warned_at >= WARN_EVERY_S:
+            log.warning("job %s: cannot read its event stream: %s", self.job_id, exc)
+            self._redis_warned_at = now
+
+    # --- the writer thread ---------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        """Every FLUSH_INTERVAL_S, write what is pending; on an outage keep it and back off.
+        Once closing, write until nothing is left, then return."""
+        backoff = Backoff()
+        outage_since: float | None = None
+        while True:
+            closing = self._closing.wait(FLUSH_INTERVAL_S)
+            with self._lock:
+                batch, self._pending = self._pending, _Pending()
+            if not batch.empty():
+                try:
+                    self._write(batch)
+                except Exception as exc:
+                    if not store_unreachable(exc):
+                        log.exception("job %s: dropping a batch it cannot record", self.job_id)
+                        continue
+                    self._put_back(batch)
+                    if outage_since is None:
+                        outage_since = time.monotonic()
+                        log.warning(
+                            "job %s: database unreachable; keeping its events to retry (%s)",
+                            self.job_id,
+                            type(exc).__name__,
+                        )
+                    backoff.wait()
+                    continue
+                if outage_since is not None:
+                    log.info(
+                        "job %s: events recorded after %.1f s of database outage",
+                        self.job_id,
+                        time.monotonic() - outage_since,
+                    )
+                    outage_since = None
+                    backoff.reset()
+            if closing:
+                with self._lock:
+                    if self._pending.empty():
+                        return
+
+    def _write(self, pending: _Pending) -> None:
         with transaction(self.factory) as session:
-            job_events.record_metrics(session, self.job_id, pending.metrics)
+            job_events.record_metrics(
+                session, self.job_id, pending.metrics, replace=pending.retried
+            )
             job_events.record_progress(
                 session,
                 self.job_id,
@@ -125,44 +240,84 @@ class EventRelay:
             if pending.checkpoints:
                 job_events.mark_pruned(session, self.job_id, self._steps_on_disk())
 
-    def _handle(self, fields: dict[str, str]) -> None:
-        kind = fields.get("type", "")
-        try:
-            data: dict[str, Any] = json.loads(fields.get("data", "{}"))
-        except json.JSONDecodeError:
+    def _put_back(self, batch: _Pending) -> None:
+        with self._lock:
+            self._pending.prepend(batch)
+            self._bound()
+
+    def _bound(self) -> None:
+        """Drop the oldest metric rows above MAX_PENDING_METRICS (caller holds the lock)."""
+        excess = len(self._pending.metrics) - MAX_PENDING_METRICS
+        if excess <= 0:
             return
-        pending = self._pending
-        if kind == "metrics":
-            metrics = {k: float(v) for k, v in data.get("metrics", {}).items() if _number(v)}
-            pending.metrics.append((int(data.get("step", 0)), metrics))
-            loss = metrics.get("overall_loss", metrics.get("loss"))
-            self.last_loss = loss if loss is not None else self.last_loss
-        elif kind == "progress":
-            pending.step = int(data.get("step", 0))
-            pending.total = int(data["total"]) if data.get("total") is not None else None
-        elif kind == "peak_memory":
-            peak = int(data.get("max_memory_allocated_bytes", 0))
-            pending.peak_memory_bytes = max(peak, pending.peak_memory_bytes or 0)
-        elif kind == "checkpoint":
-            record = self._checkpoint(int(data.get("step", 0)), str(data.get("path", "")))
-            if record is not None:
-                pending.checkpoints.append(record)
-        elif kind == "error":
+        dropped = self._pending.metrics[:excess]
+        del self._pending.metrics[:excess]
+        if not self._dropped.count:
+            log.error(
+                "job %s: more than %d metric rows wait for the database: dropping the oldest",
+                self.job_id,
+                MAX_PENDING_METRICS,
+            )
+        self._dropped.add([step for step, _ in dropped])
+
+    # --- events ---------------------------------------------------------------------------
+
+    def _handle(self, fields: dict[str, str]) -> None:
+        event = decode(fields)
+        if not event.intact:
+            return
+        kind, data = event.type, event.data
+        if kind == "error":
             self.errors.append(
                 RankError(
-                    int(fields.get("rank", "0")),
-                    float(fields.get("ts", 0)),
+                    event.rank,
+                    event.ts,
                     str(data.get("message", "")),
                     str(data.get("traceback", "")),
                 )
             )
+            return
+        record = self._checkpoint(data) if kind == "checkpoint" else None
+        with self._lock:
+            self._add(kind, data, record)
 
-    def _checkpoint(self, step: int, path: str) -> CheckpointRecord | None:
+    def _add(self, kind: str, data: dict[str, Any], record: CheckpointRecord | None) -> None:
+        pending = self._pending
+        if kind == "metrics":
+            step = int(data.get("step", 0))
+            if step in self._metric_steps:
+                return  # a re-sent event (the rank's Redis reconnected): recorded already
+            self._metric_steps.add(step)
+            metrics = {k: float(v) for k, v in data.get("metrics", {}).items() if _number(v)}
+            pending.metrics.append((step, metrics))
+            self._bound()
+            loss = metrics.get("overall_loss", metrics.get("loss"))
+            self.last_loss = loss if loss is not None else self.last_loss
+        elif kind == "progress":
+            total = int(data["total"]) if data.get("total") is not None else None
+            self._set_progress(int(data.get("step", 0)), total)
+        elif (chunks := self._map_progress.feed(kind, data)) is not None:
+            self._set_progress(*chunks)
+        elif kind == "peak_memory":
+            peak = int(data.get("max_memory_allocated_bytes", 0))
+            pending.peak_memory_bytes = max(peak, pending.peak_memory_bytes or 0)
+        elif record is not None:
+            pending.checkpoints.append(record)
+
+    def _set_progress(self, step: int, total: int | None) -> None:
+        if step < self._progress_step:
+            return  # a re-sent older event: progress never goes back
+        self._progress_step = self._pending.step = step
+        self._pending.total = total
+
+    def _checkpoint(self, data: dict[str, Any]) -> CheckpointRecord | None:
+        step, path = int(data.get("step", 0)), str(data.get("path", ""))
         directory = Path(path).resolve()
         if not directory.is_relative_to(self.data_dir) or not is_complete(directory):
             log.warning("job %s: ignoring checkpoint event for %s", self.job_id, path)
             return None
-        files = sorted(p.name for p in directory.iterdir() if p.is_file())
+        # Hidden names are GPUDeck's own markers, not checkpoint files.
+        files = sorted(p.name for p in directory.iterdir() if p.is_file() and p.name[0] != ".")
         size = sum((directory / name).stat().st_size for name in files)
         relative = str(directory.relative_to(self.data_dir))
         return CheckpointRecord(step, relative, files, size, self.last_loss)
@@ -177,7 +332,8 @@ class EventRelay:
         return steps
 
     def _forward_logs(self) -> None:
-        """New whole lines of each rank's log file become `log` events on the stream."""
+        """New whole lines of each rank's log file become `log` events on the stream. A line
+        that Redis did not take is sent again on the next pass (its offset is not advanced)."""
         for rank, offset in self._log_offsets.items():
             path = self.run_dir / f"rank{rank}.log"
             try:
@@ -187,16 +343,17 @@ class EventRelay:
             except FileNotFoundError:
                 continue
             complete = chunk[: chunk.rfind(b"\n") + 1]
-            self._log_offsets[rank] = offset + len(complete)
             lines = complete.decode(errors="replace").splitlines()
-            for line in lines[-LOG_LINES_PER_PASS:]:
-                publish(
-                    self.client,
-                    self.job_id,
-                    "log",
-                    {"message": line, "rank": rank, "source": "output"},
-                )
+            try:
+                for line in lines[-LOG_LINES_PER_PASS:]:
+                    data = {"message": line, "rank": rank, "source": "output"}
+                    send(self.client, self.job_id, "log", data)
+            except redis.RedisError as exc:
+                self._warn_redis(exc)
+                return
+            self._log_offsets[rank] = offset + len(complete)
 
 
 def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A finite number (JSONB has no NaN or Infinity; the trainer fails a job whose loss is)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

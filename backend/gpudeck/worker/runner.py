@@ -3,37 +3,67 @@
 The runner's loop relays events and watches the ranks; the runtime's heartbeat thread renews the
 job's lease and tells the runner (through JobHandle) when a cancel was asked for or when the job
 stopped being ours (reaped as lost).
+
+Every write of the runner to Postgres or Redis waits out a short outage of that store (see
+worker.retry): a job that ran through a database pause or a Redis restart still ends as it
+should. A failed job names the rank that failed first: the first exit the worker observed,
+a death by signal before a peer's collective error that followed it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import signal
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, TypeVar
 
 import redis
+from sqlalchemy.orm import Session, sessionmaker
 
+from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
+from gpudeck.engine.checkpoint_tmp import remove_partial
+from gpudeck.engine.command import CommandGroup
+from gpudeck.engine.contract import DeviceType, EventsTarget, JobLaunch
+from gpudeck.engine.kinds import resumes_from_checkpoint
+from gpudeck.engine.launch import Launcher, RankGroup, free_port
 from gpudeck.models import JobStatus
-from gpudeck.services import checkpoints, runs
+from gpudeck.services import checkpoints, multinode, runs
 from gpudeck.services.job_events import job_stream
 from gpudeck.services.runs import LaunchPlan
 from gpudeck.telemetry.stream import register_rank_pid, unregister_pids
-from gpudeck.trainer.launch import DeviceType, LaunchRequest, RankGroup
-from gpudeck.worker.events import expire_stream, publish_status
+from gpudeck.worker.events import expire_stream, send, status_data
 from gpudeck.worker.relay import EventRelay
+from gpudeck.worker.retry import until_stored
 
-if TYPE_CHECKING:
-    from gpudeck.worker.runtime import WorkerRuntime
+
+class RunnerHost(Protocol):
+    """What a runner needs from the worker process that hosts it (worker.runtime provides it;
+    a protocol, so the runner does not import its host)."""
+
+    settings: Settings
+    sessionmaker: sessionmaker[Session]
+    redis: redis.Redis
+    launcher: Launcher
+    stopping: threading.Event
+
+    def track(self, job_id: int) -> JobHandle: ...
+
+    def untrack(self, job_id: int) -> None: ...
+
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 FAIL_GRACE_S = 3.0  # the other ranks of a failed job sit in a collective: no final checkpoint
 POLL_S = 0.2
 LOG_TAIL_BYTES = 4000
+JOIN_WAIT_S = 60.0  # how long a node waits for the first node of a job to publish its rendezvous
 
 
 @dataclass
@@ -42,6 +72,8 @@ class JobHandle:
 
     job_id: int
     cancel: threading.Event = field(default_factory=threading.Event)
+    # The scheduler preempts it for a higher-priority job: stop as a cancel does, then requeue.
+    preempt: threading.Event = field(default_factory=threading.Event)
     gone: threading.Event = field(default_factory=threading.Event)
 
 
@@ -56,31 +88,66 @@ def job_paths(data_dir: Path, job_id: int) -> tuple[Path, Path]:
     return data_dir / "jobs" / str(job_id), data_dir / "checkpoints" / str(job_id)
 
 
+@dataclass
+class RankExit:
+    """A rank's exit, in the order the worker observed it."""
+
+    rank: int
+    code: int  # negative: killed by that signal
+
+    @property
+    def how(self) -> str:
+        if self.code < 0:
+            try:
+                name = signal.Signals(-self.code).name
+            except ValueError:
+                name = f"signal {-self.code}"
+            return f"was killed by {name}"
+        return f"exited with code {self.code}"
+
+
+def observe_exits(codes: dict[int, int], seen: list[RankExit]) -> list[RankExit]:
+    """Append the ranks that exited since the last look to `seen`; among ranks seen exiting at
+    the same look, a death by signal comes first (its peers' collective errors follow it)."""
+    known = {e.rank for e in seen}
+    new = [RankExit(rank, code) for rank, code in codes.items() if rank not in known]
+    new.sort(key=lambda e: (e.code >= 0, e.rank))
+    seen.extend(new)
+    return new
+
+
 class JobRunner:
-    def __init__(self, runtime: WorkerRuntime, job_id: int) -> None:
+    def __init__(self, runtime: RunnerHost, job_id: int) -> None:
         self.runtime = runtime
         self.job_id = job_id
         self.settings = runtime.settings
         self.run_dir, self.checkpoint_dir = job_paths(self.settings.data_dir, job_id)
+        self._registered: set[int] = set()  # PIDs registered for the sampler
 
     def run(self) -> None:
-        with transaction(self.runtime.sessionmaker) as session:
-            plan = runs.claim_job(session, self.job_id, self.settings.node_name)
+        plan = self._in_db("claiming it", lambda s: runs.claim_job(s, self.job_id, self.node))
+        if plan is None:
+            plan = self._join()  # a job across nodes that another node leads, or nothing
         if plan is None:
             log.info("job %s is not queued on this node; nothing to do", self.job_id)
             return
-        # A stream left under this id (a database reset, Redis kept) must not feed this run.
-        self.runtime.redis.delete(job_stream(self.job_id))
-        self._status(JobStatus.starting)
+        if plan.leads:
+            # A stream left under this id (a database reset, Redis kept) must not feed this run.
+            self._in_redis("clearing its stream", lambda: self.runtime.redis.delete(self.stream))
+            if plan.nnodes > 1:
+                try:
+                    plan = self._publish_rendezvous(plan)
+                except OSError as exc:  # GPUDECK_NODE_ADDRESS is not an address of this node
+                    address = self.settings.node_address
+                    why = f"node {self.node} cannot listen on its address {address}: {exc}"
+                    self._finish(Outcome(JobStatus.failed, why), plan)
+                    return
+            self._status(JobStatus.starting)
         handle = self.runtime.track(self.job_id)
-        group: RankGroup | None = None
+        group: RankGroup | CommandGroup | None = None
         try:
-            group = self.runtime.launcher.launch(self._request(plan))
-            # The sampler tells GPUDeck's processes from external ones by these PIDs.
-            for rank, process in enumerate(group.processes):
-                register_rank_pid(
-                    self.runtime.redis, self.settings.node_name, process.pid, self.job_id, rank
-                )
+            group = self.runtime.launcher.launch(self._contract(plan))
+            self._register_pids(group)
             log.info(
                 "job %s: %d ranks in group %d (%s start)",
                 self.job_id,
@@ -88,11 +155,11 @@ class JobRunner:
                 group.pgid,
                 "warm" if group.warm else "cold",
             )
-            with transaction(self.runtime.sessionmaker) as session:
-                running = runs.mark_running(session, self.job_id)
-            if running:
+            if plan.leads and self._in_db(
+                "marking it running", lambda s: runs.mark_running(s, self.job_id)
+            ):
                 self._status(JobStatus.running)
-            outcome = self._supervise(group, handle, plan.world_size)
+            outcome = self._supervise(group, handle, plan)
         except Exception:
             log.exception("job %s: the worker failed while running it", self.job_id)
             outcome = Outcome(JobStatus.failed, "worker error:\n" + traceback.format_exc())
@@ -101,61 +168,188 @@ class JobRunner:
                 group.kill()  # whatever happened above, no process of the job survives
                 group.close()
                 self._unregister_pids(group)
+                self._record_rank_memory(group, plan)
+                remove_partial(self.checkpoint_dir)  # a rank killed mid-write left these
             self.runtime.untrack(self.job_id)
-        self._finish(outcome)
+        self._finish(outcome, plan)
 
-    def _unregister_pids(self, group: RankGroup) -> None:
-        try:
-            unregister_pids(
-                self.runtime.redis, self.settings.node_name, [p.pid for p in group.processes]
+    def _join(self) -> LaunchPlan | None:
+        """Claim this node's part of a job across nodes once its first node has published the
+        rendezvous; None when there is none (or the first node never publishes in time: its
+        part's lease then lapses and the reaper ends the job)."""
+        deadline = time.monotonic() + JOIN_WAIT_S
+        while not self.runtime.stopping.is_set():
+            found = self._in_db(
+                "claiming its part", lambda s: runs.claim_part(s, self.job_id, self.node)
             )
-        except redis.RedisError:
-            log.warning("job %s: could not unregister its rank PIDs", self.job_id, exc_info=True)
+            if not isinstance(found, str):
+                return found
+            if time.monotonic() > deadline:
+                log.warning("job %s: its first node published no rendezvous", self.job_id)
+                return None
+            time.sleep(POLL_S)
+        return None
 
-    def _request(self, plan: LaunchPlan) -> LaunchRequest:
-        resume_from = None
-        if plan.resume_from_job_id is not None:
-            with transaction(self.runtime.sessionmaker) as session:
-                found = checkpoints.newest_complete(
-                    session, plan.resume_from_job_id, self.settings.data_dir
-                )
-            if found is None:
-                raise RuntimeError(f"job {plan.resume_from_job_id} has no complete checkpoint")
-            resume_from = str(found)
-        spec = {
-            "job_id": plan.job_id,
-            "kind": plan.kind,
-            "config": plan.config,
-            "run_dir": str(self.run_dir),
-            "data_dir": str(self.settings.data_dir),
-            "checkpoint_dir": str(self.checkpoint_dir),
-            "resume_from": resume_from,
-            "events_redis_url": self.settings.redis_url,
-            "events_stream": job_stream(plan.job_id),
-            "keep_checkpoints": self.settings.keep_checkpoints,
-        }
-        device_type: DeviceType = "cuda" if plan.device_source == "nvml" else "cpu"
-        return LaunchRequest(plan.job_id, self.run_dir, spec, device_type, plan.device_indices)
-
-    def _supervise(self, group: RankGroup, handle: JobHandle, world_size: int) -> Outcome | None:
-        relay = EventRelay(
-            self.job_id,
-            self.runtime.redis,
-            self.runtime.sessionmaker,
-            self.settings.data_dir,
-            self.run_dir,
-            world_size,
+    def _publish_rendezvous(self, plan: LaunchPlan) -> LaunchPlan:
+        """Node rank 0 of a job across nodes: its advertised address and a port free on it,
+        where rank 0 (or torchrun's agent) hosts the store the other nodes join."""
+        address = self.settings.node_address
+        port = free_port(address)
+        self._in_db(
+            "publishing its rendezvous",
+            lambda s: multinode.publish_endpoint(s, self.job_id, self.node, address, port),
         )
+        return dataclasses.replace(plan, master_addr=address, master_port=port)
+
+    @property
+    def node(self) -> str:
+        return self.settings.node_name
+
+    @property
+    def stream(self) -> str:
+        return job_stream(self.job_id)
+
+    def _in_db(self, what: str, action: Callable[[Session], T]) -> T:
+        """One transaction, retried until Postgres answers."""
+
+        def attempt() -> T:
+            with transaction(self.runtime.sessionmaker) as session:
+                return action(session)
+
+        return until_stored(attempt, f"job {self.job_id}: {what}")
+
+    def _in_redis(self, what: str, action: Callable[[], T]) -> T:
+        return until_stored(action, f"job {self.job_id}: {what}")
+
+    def _register_pids(self, group: RankGroup | CommandGroup) -> None:
+        """The sampler tells GPUDeck's processes from external ones by these PIDs. A command
+        job's process is its guard, no rank (None): its ranks appear later (_register_ranks)."""
+        command = isinstance(group, CommandGroup)
+        for rank, process in enumerate(group.processes):
+            self._register_pid(process.pid, None if command else rank)
+
+    def _register_pid(self, pid: int, rank: int | None) -> None:
+        def register() -> None:
+            register_rank_pid(self.runtime.redis, self.node, pid, self.job_id, rank)
+
+        self._in_redis("registering its rank PIDs", register)
+        self._registered.add(pid)
+
+    def _register_ranks(self, group: RankGroup | CommandGroup) -> None:
+        """A command job's ranks, as its guard finds them (torchrun starts them, not us)."""
+        if isinstance(group, CommandGroup):
+            for pid, rank in group.rank_pids().items():
+                if pid not in self._registered:
+                    self._register_pid(pid, rank)
+
+    def _unregister_pids(self, group: RankGroup | CommandGroup) -> None:
+        pids = sorted(self._registered | {p.pid for p in group.processes})
+        self._in_redis(
+            "unregistering its rank PIDs",
+            lambda: unregister_pids(self.runtime.redis, self.node, pids),
+        )
+
+    def _record_rank_memory(self, group: RankGroup | CommandGroup, plan: LaunchPlan) -> None:
+        """A command job's peak host memory per rank, as its guard measured it (on simulated
+        devices, the memory its ranks used)."""
+        found = group.rank_memory() if isinstance(group, CommandGroup) else None
+        if found is None:
+            return
+        simulated = plan.device_source != "nvml"
+        self._in_db(
+            "recording its memory",
+            lambda s: runs.record_rank_memory(s, self.job_id, found, host_is_device=simulated),
+        )
+
+    def _contract(self, plan: LaunchPlan) -> JobLaunch:
+        """The launch contract for this node's ranks: the one place the worker builds it."""
+        found = self._resume_checkpoint(plan)
+        resume_from = str(found) if found is not None else None
+        device_type: DeviceType = "cuda" if plan.device_source == "nvml" else "cpu"
+        return JobLaunch(
+            job_id=plan.job_id,
+            kind=plan.kind,
+            config=plan.config,
+            run_dir=str(self.run_dir),
+            data_dir=str(self.settings.data_dir),
+            checkpoint_dir=str(self.checkpoint_dir),
+            device_type=device_type,
+            device_indices=tuple(plan.device_indices),
+            resume_from=resume_from,
+            events=EventsTarget(self.settings.redis_url, job_stream(plan.job_id)),
+            keep_checkpoints=self.settings.keep_checkpoints,
+            master_addr=plan.master_addr or "127.0.0.1",
+            master_port=plan.master_port,
+            node_rank=plan.node_rank,
+            nnodes=plan.nnodes,
+            rank_offset=plan.rank_offset,
+            total_world_size=plan.total_world_size,
+        )
+
+    def _resume_checkpoint(self, plan: LaunchPlan) -> Path | None:
+        """The checkpoint the ranks start from: a job that ran before (it was preempted)
+        continues from its own newest one; a resume job from its source's."""
+        data_dir = self.settings.data_dir
+        for source in (plan.job_id if plan.ran_before else None, plan.resume_from_job_id):
+            if source is None:
+                continue
+
+            def newest(session: Session, job_id: int = source) -> Path | None:
+                return checkpoints.newest_complete(session, job_id, data_dir)
+
+            found = self._in_db("finding the checkpoint to resume from", newest)
+            if found is not None:
+                # Its writer has stopped: what its rank 0 left half-written is garbage.
+                remove_partial(found.parent)
+                return found
+            if source == plan.resume_from_job_id and resumes_from_checkpoint(plan.kind):
+                raise RuntimeError(f"job {source} has no complete checkpoint")
+        return None  # a preempted job with no checkpoint yet starts again from step 0
+
+    def _supervise(
+        self, group: RankGroup | CommandGroup, handle: JobHandle, plan: LaunchPlan
+    ) -> Outcome | None:
+        # Only the first node relays the job's stream into the job's rows (metrics, progress,
+        # checkpoints): one relay per job. Every node forwards its command's output to it.
+        relay = (
+            EventRelay(
+                self.job_id,
+                self.runtime.redis,
+                self.runtime.sessionmaker,
+                self.settings.data_dir,
+                self.run_dir,
+                max(plan.world_size, group.local_ranks),  # a script may run several per device
+            )
+            if plan.leads
+            else None
+        )
+        # At its time limit a job is stopped as a cancel stops it (SIGTERM, the grace for a
+        # final checkpoint, SIGKILL) and ends `timeout`.
+        limit_at = time.monotonic() + plan.time_limit_s
+        timed_out = False
         stop_deadline: float | None = None
-        failed_first: int | None = None
+        exits: list[RankExit] = []
+        first_failure: RankExit | None = None
         while not group.done:
-            group.wait(POLL_S)
-            relay.pump()
+            new = observe_exits(group.wait(POLL_S), exits)
+            self._register_ranks(group)
+            self._forward(group)  # a command's rank logs, on any node: lines on the stream
+            if relay is not None:
+                relay.pump()
             if handle.gone.is_set():
                 group.kill()
-                relay.drain()
+                if relay is not None:
+                    relay.drain()
                 return None  # reaped or finished elsewhere: the job is no longer ours
-            if stop_deadline is None and (handle.cancel.is_set() or self.runtime.stopping.is_set()):
+            if stop_deadline is None and time.monotonic() >= limit_at:
+                timed_out = True
+                log.info("job %s: time limit of %g s reached", self.job_id, plan.time_limit_s)
+            if stop_deadline is None and (
+                timed_out
+                or handle.cancel.is_set()
+                or handle.preempt.is_set()
+                or self.runtime.stopping.is_set()
+            ):
                 log.info(
                     "job %s: stopping (final checkpoint, %.0f s grace)",
                     self.job_id,
@@ -165,35 +359,73 @@ class JobRunner:
                 stop_deadline = time.monotonic() + self.settings.cancel_grace_s
             if stop_deadline is not None and time.monotonic() > stop_deadline:
                 group.kill()
-            failures = [r for r, code in group.poll().items() if code != 0]
-            if stop_deadline is None and failures and failed_first is None:
-                failed_first = failures[0]
-                group.stop(FAIL_GRACE_S)  # a rank raised: stop the others
-        relay.drain()
+            failures = [e for e in new if e.code != 0]
+            if stop_deadline is None and failures and first_failure is None:
+                first_failure = failures[0]
+                group.stop(FAIL_GRACE_S)  # a rank failed: stop the others
+        self._forward(group)
+        if relay is not None:
+            relay.drain()
+        if timed_out:
+            return Outcome(
+                JobStatus.timeout,
+                f"time limit of {plan.time_limit_s:g} s reached; "
+                "stopped after its final checkpoint",
+            )
+        if stop_deadline is not None and handle.preempt.is_set() and not handle.cancel.is_set():
+            return Outcome(JobStatus.queued)  # preempted: it waits again, to resume
         if stop_deadline is not None:
             return Outcome(JobStatus.cancelled, self._stop_reason(handle))
-        codes = group.poll()
-        if failed_first is None and all(code == 0 for code in codes.values()):
+        observe_exits(group.poll(), exits)
+        if first_failure is None:
+            first_failure = next((e for e in exits if e.code != 0), None)
+        if first_failure is None:
             return Outcome(JobStatus.succeeded)
-        return Outcome(JobStatus.failed, self._failure_text(relay, codes, failed_first))
+        if isinstance(group, CommandGroup) and group.memory_exceeded is not None:
+            return Outcome(
+                JobStatus.failed, self._memory_text(group.memory_exceeded, first_failure)
+            )
+        return Outcome(JobStatus.failed, self._failure_text(relay, first_failure))
+
+    def _forward(self, group: RankGroup | CommandGroup) -> None:
+        """Events the group reads from the job's files (a command job's metrics lines and
+        checkpoints) go on the job's stream like the ranks' own."""
+        for event_type, data in group.events():
+
+            def publish(event_type: str = event_type, data: dict[str, Any] = data) -> None:
+                send(self.runtime.redis, self.job_id, event_type, data)
+
+            self._in_redis(f"publishing a {event_type} event", publish)
 
     def _stop_reason(self, handle: JobHandle) -> str | None:
         if handle.cancel.is_set():
             return None
         return "the worker was shut down; the job stopped after its final checkpoint"
 
-    def _failure_text(self, relay: EventRelay, codes: dict[int, int], first: int | None) -> str:
-        """The traceback of the rank that failed first (earliest error event), or its log."""
-        if relay.errors:
+    def _failure_text(self, relay: EventRelay | None, first: RankExit) -> str:
+        """What the rank that failed first said: killed by a signal, its traceback, or its log.
+
+        A rank killed by a signal publishes nothing, while its peers then fail in a collective
+        with errors of their own: the signal is the cause, not their errors."""
+        if first.code < 0:
+            return (
+                f"rank {first.rank} {first.how} (exit code {first.code}); "
+                f"the end of its log:\n{self._log_tail(first.rank)}"
+            )
+        if relay is not None and relay.errors:
             error = min(relay.errors, key=lambda e: e.ts)
-            return f"rank {error.rank} failed:\n{error.traceback or error.message}"
-        rank = first if first is not None else min(r for r, c in codes.items() if c != 0)
-        code = codes.get(rank)
-        saved = self.run_dir / f"rank{rank}.traceback"
+            return f"rank {error.rank} failed: {error.message}\n{error.traceback}".rstrip()
+        saved = self.run_dir / f"rank{first.rank}.traceback"
         if saved.is_file():
-            return f"rank {rank} failed:\n{saved.read_text()}"
-        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited {code}"
-        return f"rank {rank} {how}; the end of its log:\n{self._log_tail(rank)}"
+            return f"rank {first.rank} failed:\n{saved.read_text()}"
+        return f"rank {first.rank} {first.how}; the end of its log:\n{self._log_tail(first.rank)}"
+
+    def _memory_text(self, reason: str, first: RankExit) -> str:
+        """The memory verdict first (the job's one-line cause), then what the rank said."""
+        saved = self.run_dir / f"rank{first.rank}.traceback"
+        if saved.is_file():
+            return saved.read_text()
+        return f"{reason}\nthe end of its log:\n{self._log_tail(first.rank)}"
 
     def _log_tail(self, rank: int) -> str:
         path = self.run_dir / f"rank{rank}.log"
@@ -203,16 +435,32 @@ class JobRunner:
             fh.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
             return fh.read().decode(errors="replace")
 
-    def _finish(self, outcome: Outcome | None) -> None:
-        if outcome is None:
+    def _finish(self, outcome: Outcome | None, plan: LaunchPlan) -> None:
+        if outcome is not None and outcome.status is JobStatus.queued:
+            requeued = self._in_db(
+                "putting it back in the queue", lambda s: runs.requeue_job(s, self.job_id)
+            )
+            if requeued is not None:
+                log.info("job %s preempted: queued again, to resume", self.job_id)
+                self._status(JobStatus.queued)
+            return  # not expired: a follower hears its next start on the same stream key
+        ended = None
+        if outcome is not None:
+            ended = self._in_db(
+                "recording its end",
+                lambda s: multinode.finish_part(
+                    s, self.job_id, self.node, outcome.status, error=outcome.error
+                ),
+            )
+            if ended is not None:
+                log.info("job %s %s", self.job_id, ended.status)
+                self._status(JobStatus(ended.status), ended.error)
+        if plan.leads or ended is not None:
             expire_stream(self.runtime.redis, self.job_id)
-            return
-        with transaction(self.runtime.sessionmaker) as session:
-            job = runs.finish_job(session, self.job_id, outcome.status, error=outcome.error)
-        if job is not None:
-            log.info("job %s %s", self.job_id, outcome.status.value)
-            self._status(outcome.status, outcome.error)
-        expire_stream(self.runtime.redis, self.job_id)
 
     def _status(self, status: JobStatus, error: str | None = None) -> None:
-        publish_status(self.runtime.redis, self.job_id, status.value, error=error)
+        data = status_data(status.value, error)
+        self._in_redis(
+            f"publishing status {status.value}",
+            lambda: send(self.runtime.redis, self.job_id, "status", data),
+        )

@@ -1,5 +1,5 @@
-"""One worker process's runtime: settings, database, Redis, the warm launcher, and the two
-background threads (heartbeat for this worker's jobs, reaper for everyone's lost jobs).
+"""One worker process's runtime: settings, database, Redis, the warm launcher, and the
+heartbeat thread for this worker's jobs (lost jobs are reaped by `gpudeck scheduler`).
 
 Celery's task (gpudeck.tasks.jobs) calls `current().run_job(job_id)` in a pool thread; ranks
 start from the launcher's forkserver, never from a daemonic pool process.
@@ -14,10 +14,9 @@ from collections.abc import Callable
 from gpudeck.core.config import Settings
 from gpudeck.core.db import make_engine, make_sessionmaker, transaction
 from gpudeck.core.redis import sync_client
-from gpudeck.services import reaper, runs
-from gpudeck.trainer.kinds import registry
-from gpudeck.trainer.launch import PRELOAD, Launcher
-from gpudeck.worker.events import expire_stream, publish_status
+from gpudeck.engine.kinds import registry
+from gpudeck.engine.launch import PRELOAD, Launcher
+from gpudeck.services import runs
 from gpudeck.worker.runner import JobHandle, JobRunner
 
 log = logging.getLogger(__name__)
@@ -56,10 +55,11 @@ class WorkerRuntime:
 
     def start(self) -> None:
         self.launcher.warm_up()
-        for target, name in ((self._heartbeat_loop, "heartbeat"), (self._reaper_loop, "reaper")):
-            thread = threading.Thread(target=target, name=f"gpudeck-{name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        thread = threading.Thread(
+            target=self._heartbeat_loop, name="gpudeck-heartbeat", daemon=True
+        )
+        thread.start()
+        self._threads.append(thread)
 
     def begin_shutdown(self) -> None:
         """Running jobs stop gracefully (final checkpoint); their runners then return."""
@@ -101,34 +101,26 @@ class WorkerRuntime:
         if not handles:
             return
         with transaction(self.sessionmaker) as session:
-            pulses = runs.heartbeat(session, list(handles))
+            pulses = runs.heartbeat(session, list(handles), self.settings.node_name)
         for job_id, handle in handles.items():
             pulse = pulses.get(job_id)
             if pulse is None:
                 handle.gone.set()
             elif pulse.cancel_requested_at is not None:
                 handle.cancel.set()
-
-    def reap_once(self) -> list[int]:
-        with transaction(self.sessionmaker) as session:
-            reaped = reaper.reap_lost(session, self.settings.heartbeat_lease_s)
-        for job_id in reaped:
-            log.warning("job %s lost: no heartbeat within the lease", job_id)
-            publish_status(self.redis, job_id, "lost", error="its worker stopped heartbeating")
-            expire_stream(self.redis, job_id)
-        return reaped
+            elif pulse.preempt_requested_at is not None:
+                handle.preempt.set()
 
     def _heartbeat_loop(self) -> None:
         self._every(self.settings.heartbeat_interval_s, self.heartbeat_once)
-
-    def _reaper_loop(self) -> None:
-        self._every(max(1.0, self.settings.heartbeat_interval_s), self.reap_once)
 
     def _every(self, interval_s: float, action: Callable[[], object]) -> None:
         while not self._closed.wait(interval_s):
             try:
                 action()
-            except Exception:
-                log.exception(
-                    "%s failed; retrying next interval", getattr(action, "__name__", action)
+            except Exception as exc:  # a store outage: keep beating, the next one may pass
+                log.warning(
+                    "%s failed; retrying next interval: %s",
+                    getattr(action, "__name__", action),
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
                 )

@@ -13,6 +13,8 @@ from sqlalchemy.orm import Session
 from gpudeck.models import JobStatus
 
 SAE = {"batch_size": 64, "steps": 10}
+# 64 GiB of weights per rank, x7 ranks: more memory than any machine running these tests.
+HUGE = {**SAE, "batch_size": 70, "d_in": 65536, "d_sae": 131072}
 
 
 def post(body: Any) -> tuple[str, str, dict[str, Any]]:
@@ -34,7 +36,7 @@ CASES: list[tuple[str, tuple[str, str, dict[str, Any]], int, str]] = [
     ("zero count", post({"kind": "sae", "config": SAE, "count": 0}), 422, "count"),
     ("negative count", post({"kind": "sae", "config": SAE, "count": -2}), 422, "count"),
     ("huge count", post({"kind": "sae", "config": SAE, "count": 10**6}), 422, "count"),
-    ("more devices than exist", post({"kind": "sae", "config": {**SAE, "batch_size": 72}, "count": 9}), 409, "count"),
+    ("more devices than exist", post({"kind": "sae", "config": {**SAE, "batch_size": 72}, "count": 9}), 422, "count"),
     ("count as string", post({"kind": "sae", "config": SAE, "count": "two"}), 422, "count"),
     ("unknown kind", post({"kind": "bash", "config": {}, "count": 1}), 422, "kind"),
     ("kind of wrong type", post({"kind": 7, "config": {}, "count": 1}), 422, "kind"),
@@ -57,6 +59,22 @@ CASES: list[tuple[str, tuple[str, str, dict[str, Any]], int, str]] = [
     ("zero page size", ("GET", "/api/jobs", {"params": {"limit": 0}}), 422, "limit"),
     ("job id not a number", ("GET", "/api/jobs/abc", {}), 422, "job_id"),
     ("cancel unknown job", ("POST", "/api/jobs/999999/cancel", {}), 404, "job_id"),
+    # Strict types: a bool is not a number, a string is not an int or a bool.
+    ("force as a string", post({"kind": "sae", "config": SAE, "count": 1, "force": "yes"}), 422, "force"),
+    ("count as a bool", post({"kind": "sae", "config": SAE, "count": True}), 422, "count"),
+    ("device index as a bool", post({"kind": "sae", "config": SAE, "devices": [{"index": True}]}), 422, "devices.0.index"),
+    ("steps as a bool", with_config(steps=True), 422, "config.steps"),
+    ("d_in as a string", with_config(d_in="16"), 422, "config.d_in"),
+    ("lr as a bool", with_config(lr=True), 422, "config.lr"),
+    ("bool option as a string", with_config(ddp={"broadcast_buffers": "false"}), 422, "config.ddp.broadcast_buffers"),
+    ("estimate world size as a bool", ("POST", "/api/estimate", {"json": {"kind": "sae", "world_size": True}}), 422, "world_size"),
+    # What Postgres, the dataset directory or the machine would refuse later.
+    ("NUL in a config string", with_config(dataset={"type": "file", "path": "a.npy", "tensor_name": "a\u0000b"}), 422, "config.dataset.tensor_name"),
+    ("NUL in a config key", post({"kind": "sae", "config": {**SAE, "x\u0000": 1}, "count": 1}), 422, "config"),
+    ("dataset file missing", with_config(dataset={"type": "file", "path": "missing.npy"}), 422, "config.dataset.path"),
+    ("CPU ranks past host memory, forced", post({"kind": "sae", "config": HUGE, "count": 7, "force": True}), 409, "count"),
+    ("CPU ranks past host memory, devices", post({"kind": "sae", "config": HUGE, "devices": [{"index": i} for i in range(1, 8)], "force": True}), 409, "devices"),
+    ("chunked oversized body", ("POST", "/api/jobs", {"content": iter([b"{" + b" " * (1024 * 1024), b" " * (1024 * 1024) + b"}"]), "headers": {"content-type": "application/json"}}), 413, "body"),
 ]  # fmt: skip
 
 
@@ -124,7 +142,13 @@ def test_busy_device_names_the_device_and_its_holder(
     holder = make_job(db, devices=[4, 5])
     before = snapshot(db)
     response = client.post(
-        "/api/jobs", json={"kind": "sae", "config": SAE, "devices": [{"index": 3}, {"index": 5}]}
+        "/api/jobs",
+        json={
+            "kind": "sae",
+            "config": SAE,
+            "devices": [{"index": 3}, {"index": 5}],
+            "queue": False,
+        },
     )
     assert response.status_code == 409
     detail = response.json()["detail"]

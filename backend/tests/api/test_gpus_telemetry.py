@@ -13,8 +13,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from gpudeck.core.config import SimulatedDeviceSpec
 from gpudeck.models import JobStatus
 from gpudeck.schemas.gpus import GpuPublic
-from gpudeck.schemas.telemetry import TelemetryHistory
+from gpudeck.services.sampler_store import DatabaseSamplerStore
 from gpudeck.telemetry.sampler import Sampler
+from gpudeck.telemetry.schema import TelemetryHistory
 from gpudeck.telemetry.simulated import SimulatedProvider
 
 GIB = 1024**3
@@ -27,7 +28,9 @@ LEGACY_FIELDS = {
 def sampler(r: redis.Redis, sessions: sessionmaker[Session], clock: float | None = None) -> Sampler:
     provider = SimulatedProvider(SimulatedDeviceSpec.parse("8x80GiB"), TEST_NODE)
     now = (lambda: clock) if clock is not None else time.time
-    return Sampler(provider, node=TEST_NODE, redis_client=r, sessions=sessions, clock=now)
+    return Sampler(
+        provider, node=TEST_NODE, redis_client=r, store=DatabaseSamplerStore(sessions), clock=now
+    )
 
 
 def test_gpus_before_any_sample_keep_the_old_fields_and_say_stale(

@@ -23,12 +23,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.sync.client import connect
 
+from gpudeck.api.telemetry_hub import QUEUE_SIZE, TelemetryHub
 from gpudeck.core.config import Settings, SimulatedDeviceSpec
 from gpudeck.main import create_app
-from gpudeck.schemas.telemetry import TelemetryMessage
-from gpudeck.services.telemetry_hub import QUEUE_SIZE, TelemetryHub
+from gpudeck.services.sampler_store import DatabaseSamplerStore
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.sampler import Sampler
+from gpudeck.telemetry.schema import TelemetryMessage
 from gpudeck.telemetry.simulated import SimulatedProvider
 
 
@@ -62,7 +63,11 @@ def running_sampler(
 ) -> Iterator[Sampler]:
     provider = SimulatedProvider(SimulatedDeviceSpec.parse("8x80GiB"), TEST_NODE, interval_s)
     sampler = Sampler(
-        provider, node=TEST_NODE, redis_client=r, sessions=sessions, interval_s=interval_s
+        provider,
+        node=TEST_NODE,
+        redis_client=r,
+        store=DatabaseSamplerStore(sessions),
+        interval_s=interval_s,
     )
     stop = threading.Event()
     thread = threading.Thread(target=sampler.run, args=(stop,), daemon=True)

@@ -14,6 +14,7 @@ from telemetry.fake_nvml import GIB, FakeGpu, InstallNvml, installer
 
 from gpudeck.core.config import SimulatedDeviceSpec
 from gpudeck.models import JobStatus
+from gpudeck.services.sampler_store import DatabaseSamplerStore
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.nvml import NvmlProvider
 from gpudeck.telemetry.sampler import Sampler
@@ -57,7 +58,12 @@ def test_simulated_devices_under_dcgm_names_and_jobs_attributed(
     db.commit()
     make_job(db, devices=[5])  # queued
     provider = SimulatedProvider(SimulatedDeviceSpec.parse("8x80GiB"), TEST_NODE)
-    Sampler(provider, node=TEST_NODE, redis_client=redis_client, sessions=session_factory).tick()
+    Sampler(
+        provider,
+        node=TEST_NODE,
+        redis_client=redis_client,
+        store=DatabaseSamplerStore(session_factory),
+    ).tick()
 
     m = scrape(client)
     assert set(m) >= DCGM
@@ -112,7 +118,10 @@ def test_nvml_processes_are_attributed_to_their_jobs(
         ]
     )
     sampler = Sampler(
-        NvmlProvider(), node=TEST_NODE, redis_client=redis_client, sessions=session_factory
+        NvmlProvider(),
+        node=TEST_NODE,
+        redis_client=redis_client,
+        store=DatabaseSamplerStore(session_factory),
     )
     sampler.tick()  # registers the devices
     job = make_job(db, devices=[0], status=JobStatus.running)

@@ -18,7 +18,12 @@ ROUNDS = 10
 
 
 def random_request(rng: random.Random) -> dict[str, Any]:
-    body: dict[str, Any] = {"kind": "sae", "config": {"batch_size": 64, "steps": 10}}
+    # queue: false, the immediate path: a busy device is a 409 (tests/scheduler covers queueing).
+    body: dict[str, Any] = {
+        "kind": "sae",
+        "config": {"batch_size": 64, "steps": 10},
+        "queue": False,
+    }
     if rng.random() < 0.25:
         body["count"] = rng.choice([1, 2])
         body["config"]["batch_size"] = 64

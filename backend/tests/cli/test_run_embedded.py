@@ -1,95 +1,84 @@
 """`gpudeck run` on a machine with no database or Redis configured: embedded ones start, the
-API answers, data survives a restart, and Ctrl-C leaves no process behind."""
+API answers, data survives a restart, and Ctrl-C leaves no process behind: `gpudeck run`
+returns only once every process it started is gone, so the check needs no grace period."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 from harness import auth_headers, free_port
+from run_harness import GpudeckRun, processes_mentioning, start_gpudeck_run
+from stores import remove_root, temp_root
 
 
-def processes_mentioning(marker: str) -> list[int]:
-    """PIDs whose command line or environment names `marker` (our data directory)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            blob = (entry / "cmdline").read_bytes() + (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in blob:
-            found.append(int(entry.name))
-    return found
-
-
-def first_admin_token(output: list[str], timeout_s: float = 10) -> str:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for line in list(output):
-            if line.strip().startswith("gpd_"):
-                return line.strip()
-        time.sleep(0.05)
-    raise AssertionError(f"gpudeck run printed no admin token: {output}")
+@pytest.fixture
+def run_root() -> Iterator[Path]:
+    """Not pytest's tmp_path: pytest sets its base back to 0700 whenever another xdist worker
+    starts, which shuts out the unprivileged user the embedded Postgres runs as under root."""
+    root = temp_root()
+    yield root
+    remove_root(root)
 
 
 @contextmanager
-def gpudeck_run(data_dir: Path, port: int) -> Iterator[tuple[str, float, list[str]]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUDECK_")}
-    env.update(
-        GPUDECK_DATA_DIR=str(data_dir),
-        GPUDECK_PORT=str(port),
-        GPUDECK_DEVICE_PROVIDER="simulated",
-        GPUDECK_SIMULATED_DEVICES="2x16GiB",
-    )
+def gpudeck_run(data_dir: Path, port: int) -> Iterator[tuple[GpudeckRun, float]]:
     started = time.monotonic()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gpudeck", "run"], env=env, stdout=subprocess.PIPE, text=True
-    )
-    output: list[str] = []  # stdout, where the first run prints the admin token once
-    threading.Thread(target=lambda: output.extend(process.stdout or []), daemon=True).start()
-    url = f"http://127.0.0.1:{port}"
+    run = start_gpudeck_run(data_dir, port, data_dir.parent / "run.log")
     try:
-        while True:
-            assert process.poll() is None, "gpudeck run exited early"
-            try:
-                if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() - started < 60, "not healthy within 60 s"
-            time.sleep(0.2)
-        yield url, time.monotonic() - started, output
+        run.wait_healthy(timeout_s=60)
+        yield run, time.monotonic() - started
     finally:
-        process.send_signal(signal.SIGINT)  # what Ctrl-C delivers
-        assert process.wait(timeout=60) == 0
+        run.process.send_signal(signal.SIGINT)  # what Ctrl-C delivers
+        assert run.process.wait(timeout=60) == 0, run.log()[-4000:]
 
 
-def test_run_with_embedded_services_restarts_and_leaves_nothing(tmp_path: Path) -> None:
-    data_dir = tmp_path / "gpudeck-data"
+def test_run_with_embedded_services_restarts_and_leaves_nothing(run_root: Path) -> None:
+    data_dir = run_root / "gpudeck-data"
     port = free_port()
-    with gpudeck_run(data_dir, port) as (url, seconds, output):
+    with gpudeck_run(data_dir, port) as (run, seconds):
         assert seconds < 60
-        headers = auth_headers(first_admin_token(output))
+        headers = auth_headers(run.admin_token())
         body = {"kind": "sae", "config": {"batch_size": 64, "steps": 5}, "count": 1}
-        job = httpx.post(f"{url}/api/jobs", json=body, timeout=30, headers=headers).json()
+        job = httpx.post(f"{run.url}/api/jobs", json=body, timeout=30, headers=headers).json()
         assert processes_mentioning(str(data_dir))
-    time.sleep(0.5)
-    assert processes_mentioning(str(data_dir)) == []
+    assert processes_mentioning(str(data_dir)) == []  # the moment `gpudeck run` has returned
 
-    with gpudeck_run(data_dir, port) as (url, _, output):
-        assert (
-            httpx.get(f"{url}/api/jobs/{job['id']}", timeout=30, headers=headers).status_code == 200
-        )
-        assert not any("gpd_" in line for line in output)  # the token is printed only once
-    time.sleep(0.5)
+    with gpudeck_run(data_dir, port) as (run, _):
+        url = f"{run.url}/api/jobs/{job['id']}"
+        assert httpx.get(url, timeout=30, headers=headers).status_code == 200
+        assert not any("gpd_" in line for line in run.output)  # the token is printed only once
     assert processes_mentioning(str(data_dir)) == []
+    assert "Traceback" not in run.log()  # stores stop after their users: no connection errors
+
+
+def test_run_is_quiet_and_ends_start_up_with_the_sign_in_link(run_root: Path) -> None:
+    """Issue 18: most of `gpudeck run`'s output was access logs, database setup and a Celery
+    warning, with the sign-in link buried; Ctrl-C printed Redis tracebacks."""
+    data_dir = run_root / "gpudeck-data"
+    with gpudeck_run(data_dir, free_port()) as (run, _):
+        headers = auth_headers(run.admin_token())
+        body = {"kind": "sae", "config": {"batch_size": 64, "steps": 5}, "count": 1}
+        job = httpx.post(f"{run.url}/api/jobs", json=body, timeout=30, headers=headers).json()
+        deadline = time.monotonic() + 120
+        while httpx.get(f"{run.url}/api/jobs/{job['id']}", headers=headers).json()["status"] != (
+            "succeeded"
+        ):
+            assert time.monotonic() < deadline, run.log()
+            time.sleep(0.2)
+        for _ in range(20):  # requests that used to print an access log line each
+            httpx.get(f"{run.url}/api/gpus", headers=headers, timeout=10)
+        printed = [line.rstrip("\n") for line in run.output if line.strip()]
+    assert printed[0] == f"GPUDeck: {run.url}"
+    assert printed[-1].startswith(f"Sign in: {run.url}/#token=gpd_")  # last, on its own line
+    assert len(printed) == 5, printed  # the address, two lines on the token, it, the link
+    # Start-up, a job, twenty requests and Ctrl-C: no access log, database setup, Celery banner
+    # or warning, info line or traceback (a real warning, e.g. a part restarted, may show).
+    noise = ("HTTP/1.1", "pgserver", "initdb", "celery", "Celery", "SecurityWarning", " INFO ")
+    noisy = [line for line in run.log().splitlines() if any(n in line for n in noise)]
+    assert noisy == [] and "Traceback" not in run.log(), run.log()

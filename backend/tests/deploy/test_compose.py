@@ -32,13 +32,23 @@ def compose_config() -> dict:
 def test_compose_file_is_valid_and_complete() -> None:
     config = compose_config()
     services = config["services"]
-    assert {"postgres", "redis", "api", "worker", "sampler"} <= services.keys()
+    assert {"postgres", "redis", "api", "scheduler", "worker", "sampler"} <= services.keys()
     devices = services["worker"]["deploy"]["resources"]["reservations"]["devices"]
     assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
-    for name in ("api", "worker", "sampler"):
+    for name in ("api", "scheduler", "worker", "sampler"):
+        assert services[name]["restart"] == "unless-stopped"  # a crashed part comes back
         env = services[name]["environment"]
         assert env["GPUDECK_DATABASE_URL"].startswith("postgresql+psycopg://")
         assert env["GPUDECK_REDIS_URL"].startswith("redis://")
     # Published on loopback only: exposing the API is a deliberate act.
     assert all(str(p).startswith("127.0.0.1:") or p.get("host_ip") == "127.0.0.1"
                for p in services["api"]["ports"])  # fmt: skip
+
+
+def test_the_node_profile_joins_a_machine_on_the_hosts_network() -> None:
+    node = compose_config()["services"]["node"]
+    assert node["profiles"] == ["node"]  # not started by a plain `docker compose up`
+    assert node["command"] == ["gpudeck", "node"]
+    assert node["network_mode"] == "host"  # ranks on other machines reach this one's ranks
+    env = node["environment"]
+    assert {"GPUDECK_NODE_NAME", "GPUDECK_NODE_ADDRESS", "GPUDECK_NODE_TOKEN"} <= env.keys()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,10 +13,10 @@ from harness import register_devices
 from sqlalchemy.orm import Session
 
 from gpudeck.core.config import Settings
-from gpudeck.trainer import kinds
+from gpudeck.engine import kinds
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # e2e_kinds and e2e_helpers
-from e2e_helpers import BACKEND, WorkerProcess, worker_env
+from e2e_helpers import WorkerProcess, spawn_part, worker_env
 
 
 @pytest.fixture
@@ -36,17 +35,11 @@ def start_worker(
     started: list[WorkerProcess] = []
 
     def start(**overrides: str) -> WorkerProcess:
-        log_path = tmp_path / f"worker{len(started)}.log"
-        with log_path.open("wb") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "gpudeck", "worker", "--concurrency", "4"],
-                cwd=BACKEND,
-                env=worker_env(e2e_settings, **overrides),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        worker = WorkerProcess(proc, log_path)
+        worker = spawn_part(
+            ["worker", "--concurrency", "4"],
+            worker_env(e2e_settings, **overrides),
+            tmp_path / f"worker{len(started)}.log",
+        )
         started.append(worker)
         worker.wait_ready()
         return worker
@@ -54,6 +47,27 @@ def start_worker(
     yield start
     for worker in started:
         worker.stop(timeout_s=60)
+
+
+@pytest.fixture
+def start_scheduler(
+    e2e_settings: Settings, tmp_path: Path
+) -> Iterator[Callable[..., WorkerProcess]]:
+    """`gpudeck scheduler` processes (the reaper's home); the first one started leads."""
+    started: list[WorkerProcess] = []
+
+    def start(**overrides: str) -> WorkerProcess:
+        scheduler = spawn_part(
+            ["scheduler"],
+            worker_env(e2e_settings, **overrides),
+            tmp_path / f"scheduler{len(started)}.log",
+        )
+        started.append(scheduler)
+        return scheduler
+
+    yield start
+    for scheduler in started:
+        scheduler.stop(timeout_s=30)
 
 
 @pytest.fixture

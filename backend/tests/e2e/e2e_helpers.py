@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from fastapi.testclient import TestClient
 from harness import TEST_NODE
 
 from gpudeck.core.config import Settings
+from gpudeck.core.linux import die_with_parent
 
 HERE = Path(__file__).resolve().parent
 BACKEND = HERE.parents[1]
@@ -53,6 +55,23 @@ class WorkerProcess:
         with contextlib.suppress(ProcessLookupError):  # the forkserver, if it is still there
             os.killpg(self.proc.pid, signal.SIGKILL)
         return int(self.proc.returncode)
+
+
+def spawn_part(args: list[str], env: dict[str, str], log_path: Path) -> WorkerProcess:
+    """`python -m gpudeck <args>` in its own session, output to `log_path`."""
+    with log_path.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gpudeck", *args],
+            cwd=BACKEND,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            # A test run killed before its fixtures' teardown must not leave a part behind that
+            # takes the next run's jobs from the shared Redis.
+            preexec_fn=lambda: die_with_parent(signal.SIGTERM),
+        )
+    return WorkerProcess(proc, log_path)
 
 
 def worker_env(settings: Settings, **overrides: str) -> dict[str, str]:

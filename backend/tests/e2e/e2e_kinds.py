@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpudeck.trainer.kinds import JobKind
+from gpudeck.engine.kinds import JobKind
 
 
 class FaultyConfig(BaseModel):

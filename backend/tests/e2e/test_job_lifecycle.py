@@ -7,17 +7,19 @@ job's devices are free again.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from collections.abc import Callable
 from typing import Any
 
+import psutil
 from e2e_helpers import LEASE_S, WorkerProcess, launch_record, wait_status
 from fastapi.testclient import TestClient
 from safetensors.torch import load_file
 
 from gpudeck.core.config import Settings
-from gpudeck.trainer.launch import group_alive
+from gpudeck.engine.launch import group_alive
 
 TERMINAL = {"succeeded", "failed", "cancelled", "lost"}
 SAE_CONFIG: dict[str, Any] = {
@@ -92,7 +94,30 @@ def test_rank_that_raises_fails_the_job_with_its_traceback(
     assert job["error"].startswith("rank 1 failed")
     assert "RuntimeError: injected failure at step 5" in job["error"]
     assert "Traceback" in job["error"]
+    assert job["error_summary"] == "rank 1: RuntimeError: injected failure at step 5"
     assert_nothing_left(e2e_settings, api, job_id)
+
+
+def test_a_sigkilled_rank_is_named_and_its_partial_checkpoint_removed(
+    api: TestClient, start_worker: Callable[..., WorkerProcess], e2e_settings: Settings
+) -> None:
+    start_worker()
+    job_id = submit(api, "faulty", {"steps": 100_000, "step_sleep_s": 0.02}, [2, 3])
+    wait_status(api, job_id, {"running"})
+    while api.get(f"/api/jobs/{job_id}").json()["progress"]["step"] < 5:
+        time.sleep(0.05)
+    # What rank 0 leaves when it dies in the middle of writing a checkpoint.
+    partial = e2e_settings.data_dir / "checkpoints" / str(job_id) / ".tmp-step_7-4242"
+    partial.mkdir(parents=True)
+    (partial / "sae_weights.safetensors").write_bytes(b"\0" * 1024)
+
+    os.kill(launch_record(e2e_settings, job_id)["pids"][1], signal.SIGKILL)
+    job = wait_status(api, job_id, TERMINAL)
+    assert job["status"] == "failed"
+    # Rank 0 then fails in gloo with an error of its own: the cause is rank 1's death.
+    assert job["error"].startswith("rank 1 was killed by SIGKILL"), job["error"]
+    assert_nothing_left(e2e_settings, api, job_id)
+    assert not partial.exists()
 
 
 def test_cancel_mid_run_writes_a_final_checkpoint(
@@ -113,16 +138,26 @@ def test_cancel_mid_run_writes_a_final_checkpoint(
 
 
 def test_sigkilled_worker_job_is_lost_and_not_run_twice(
-    api: TestClient, start_worker: Callable[..., WorkerProcess], e2e_settings: Settings
+    api: TestClient,
+    start_worker: Callable[..., WorkerProcess],
+    start_scheduler: Callable[..., WorkerProcess],
+    e2e_settings: Settings,
 ) -> None:
-    start_worker(GPUDECK_NODE_NAME="othernode")  # any node's reaper reaps any node's jobs
+    start_scheduler()  # the reaper lives there, not in workers
     first = start_worker()
     job_id = submit(api, "faulty", {"steps": 100_000, "step_sleep_s": 0.02}, [4, 5])
     wait_status(api, job_id, {"running"})
     launched = launch_record(e2e_settings, job_id)
+    worker = psutil.Process(first.proc.pid)
+    forkservers = [p for p in worker.children() if "forkserver" in " ".join(p.cmdline())]
+    ranks = [psutil.Process(pid) for pid in launched["pids"]]
+    assert len(forkservers) == 1 and all(r.ppid() == forkservers[0].pid for r in ranks)
     first.proc.send_signal(signal.SIGKILL)  # the worker alone, not its group
     first.proc.wait()
     killed_at = time.monotonic()
+    # Ranks watch the worker's lifeline pipe, the forkserver its parent (PR_SET_PDEATHSIG).
+    _, alive = psutil.wait_procs([*forkservers, *ranks], timeout=5)
+    assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE], alive
     job = wait_status(api, job_id, TERMINAL, timeout_s=LEASE_S + 30)
     assert job["status"] == "lost"
     assert time.monotonic() - killed_at < LEASE_S + 10

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -42,7 +43,7 @@ def submit(api: TestClient, config: dict[str, Any], devices: list[int]) -> int:
 
 
 def test_resume_continues_from_the_newest_checkpoint(
-    api: TestClient, start_worker: Callable[..., WorkerProcess]
+    api: TestClient, start_worker: Callable[..., WorkerProcess], e2e_settings: Settings
 ) -> None:
     start_worker()
     config = {**SAE_CONFIG, "steps": 100_000, "checkpoint_interval": 100_000}
@@ -53,6 +54,10 @@ def test_resume_continues_from_the_newest_checkpoint(
     api.post(f"/api/jobs/{first}/cancel")
     assert wait_status(api, first, TERMINAL)["status"] == "cancelled"
     saved = api.get(f"/api/jobs/{first}/checkpoints").json()[-1]["step"]
+    # What a rank 0 killed mid-write leaves behind, found when the job resumes from there.
+    partial = e2e_settings.data_dir / "checkpoints" / str(first) / ".tmp-step_999-4242"
+    partial.mkdir()
+    (partial / "sae_weights.safetensors").write_bytes(b"\0" * 1024)
 
     response = api.post(f"/api/jobs/{first}/resume", json={})
     assert response.status_code == 201, response.text
@@ -66,15 +71,26 @@ def test_resume_continues_from_the_newest_checkpoint(
     assert metrics and metrics[0]["step"] == saved - saved % 5 + 5  # the curve goes on
     final = api.get(f"/api/jobs/{resumed['id']}/checkpoints").json()[-1]["step"]
     assert final > saved
+    assert not partial.exists()
 
 
 def test_checkpoint_download_logs_and_websocket(
-    api: TestClient, start_worker: Callable[..., WorkerProcess], e2e_settings: Settings
+    api: TestClient,
+    start_worker: Callable[..., WorkerProcess],
+    start_scheduler: Callable[..., WorkerProcess],
+    e2e_settings: Settings,
 ) -> None:
     start_worker()
-    job_id = submit(api, SAE_CONFIG, [2, 3])
+    start_scheduler()
+    # Held until the feed is open: a quick job could otherwise end before the client connects,
+    # and the feed of an ended job is its snapshot alone.
+    body = {"kind": "sae", "config": SAE_CONFIG, "devices": [{"index": 2}, {"index": 3}]}
+    response = api.post("/api/jobs", json={**body, "hold": True})
+    assert response.status_code == 201, response.text
+    job_id = int(response.json()["id"])
     with api.websocket_connect(f"/ws/jobs/{job_id}") as ws:
         frames = [ws.receive_json()]
+        assert api.post(f"/api/jobs/{job_id}/release").status_code == 200
         while not (frames[-1]["type"] == "status" and frames[-1]["data"]["status"] in TERMINAL):
             frames.append(ws.receive_json())
     types = {f["type"] for f in frames}
@@ -93,6 +109,9 @@ def test_checkpoint_download_logs_and_websocket(
         assert api.get(f"/api/jobs/{job_id}/checkpoints/30/files/{bad}").status_code == 404
 
     assert api.get(f"/api/jobs/{job_id}/logs", params={"rank": 2}).status_code == 422
+    rank0 = api.get(f"/api/jobs/{job_id}/logs", params={"rank": 0}).text
+    assert re.search(r"step 30: .*overall_loss=", rank0)  # the log tells the run's story
+    assert "step 30: checkpoint written to" in rank0
     followed = api.get(f"/api/jobs/{job_id}/logs", params={"rank": 1, "follow": True})
     assert followed.status_code == 200  # the job is over, so the stream ends
 

@@ -108,10 +108,26 @@ def test_revoked_token_in_websocket_forms(anonymous: TestClient, alice: str) -> 
             assert ws_status(anonymous, url, **kwargs) == 401
 
 
-def test_only_health_is_public(anonymous: TestClient) -> None:
+def test_only_health_and_the_data_free_docs_page_are_public(anonymous: TestClient) -> None:
     assert anonymous.get("/api/health").status_code == 200
-    for path in ("/openapi.json", "/docs", "/redoc", "/metrics", "/api/nope", "/ws/nope"):
+    for path in ("/openapi.json", "/redoc", "/metrics", "/api/nope", "/ws/nope", "/docs/x"):
         assert anonymous.get(path).status_code == 401, path
+    # The page and its scripts (GPUDeck's own copy of Swagger UI) hold no data.
+    page = anonymous.get("/docs")
+    assert page.status_code == 200 and "/docs/assets/swagger-ui-bundle.js" in page.text
+    bundle = anonymous.get("/docs/assets/swagger-ui-bundle.js")
+    assert bundle.status_code == 200 and "SwaggerUIBundle" in bundle.text
+    for name in ("index.html", "swagger-editor.js", "..%2F..%2Fcore.py"):
+        assert anonymous.get(f"/docs/assets/{name}").status_code in (401, 404), name
+
+
+def test_the_schema_declares_the_bearer_token(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    assert schema["components"]["securitySchemes"]["bearer"] == {
+        "type": "http", "scheme": "bearer", "description": "a GPUDeck API token"
+    }  # fmt: skip
+    assert schema["security"] == [{"bearer": []}]
+    assert schema["paths"]["/api/health"]["get"]["security"] == []
 
 
 def test_unknown_methods_and_paths_are_refused(anonymous: TestClient) -> None:

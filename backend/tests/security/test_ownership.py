@@ -74,7 +74,8 @@ def test_owned_job_routes_refuse_other_users(
 
 def test_sign_in_is_audited(anonymous: TestClient, alice: str, db: Session) -> None:
     response = anonymous.post("/api/auth/sign-in", headers=auth_headers(alice))
-    assert response.json() == {"id": response.json()["id"], "name": "alice", "role": "user"}
+    expected = {"id": response.json()["id"], "name": "alice", "role": "user", "run_code": False}
+    assert response.json() == expected
     row = db.execute(text("SELECT actor, action, at FROM audit_events")).one()
     assert row.actor == "alice" and row.action == "auth.sign_in" and row.at is not None
 

@@ -42,7 +42,9 @@ def test_concurrent_count_requests_split_the_devices(
 
     def worker() -> None:
         with session_factory() as session:
-            spec = JobCreate(kind="sae", config={"batch_size": 64}, count=2, node=TEST_NODE)
+            spec = JobCreate(
+                kind="sae", config={"batch_size": 64}, count=2, node=TEST_NODE, queue=False
+            )
             barrier.wait()
             try:
                 job = job_service.create_job(session, spec, owner="t")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from gpudeck.services.telemetry_hub import Subscription, TelemetryHub
+from gpudeck.api.telemetry_hub import Subscription, TelemetryHub
 from gpudeck.telemetry.processes import classify
 
 

@@ -11,7 +11,8 @@ from telemetry.fake_nvml import GIB, FakeGpu, InstallNvml
 
 from gpudeck.core.config import Settings
 from gpudeck.telemetry import nvml
-from gpudeck.telemetry.provider import SampleContext, make_provider
+from gpudeck.telemetry.factory import make_provider
+from gpudeck.telemetry.provider import SampleContext
 from gpudeck.telemetry.simulated import SimulatedProvider
 
 MIB = 1024**2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -14,12 +15,14 @@ from telemetry.fake_nvml import GIB, FakeGpu, InstallNvml
 
 from gpudeck.core.config import SimulatedDeviceSpec
 from gpudeck.models import Device, JobStatus
-from gpudeck.schemas.telemetry import DeviceSample, NodeSample
-from gpudeck.services.inventory import DeviceInfo
+from gpudeck.services import runs
+from gpudeck.services.sampler_store import DatabaseSamplerStore
 from gpudeck.telemetry import stream
+from gpudeck.telemetry.devices import DeviceInfo
 from gpudeck.telemetry.nvml import NvmlProvider
-from gpudeck.telemetry.provider import SampleContext
+from gpudeck.telemetry.provider import Placement, SampleContext
 from gpudeck.telemetry.sampler import Sampler
+from gpudeck.telemetry.schema import DeviceSample, NodeSample
 from gpudeck.telemetry.simulated import SimulatedProvider
 
 EXTERNAL_PID = 2**22 + 99
@@ -27,7 +30,8 @@ EXTERNAL_PID = 2**22 + 99
 
 def simulated_sampler(r: redis.Redis, sessions: sessionmaker[Session], **kwargs: float) -> Sampler:
     provider = SimulatedProvider(SimulatedDeviceSpec.parse("8x80GiB"), TEST_NODE)
-    return Sampler(provider, node=TEST_NODE, redis_client=r, sessions=sessions, **kwargs)  # type: ignore[arg-type]
+    store = DatabaseSamplerStore(sessions)
+    return Sampler(provider, node=TEST_NODE, redis_client=r, store=store, **kwargs)  # type: ignore[arg-type]
 
 
 def test_a_tick_publishes_one_snapshot_and_registers_the_devices(
@@ -58,6 +62,43 @@ def test_simulated_memory_follows_the_running_job(
     assert [(p.pid, p.job_id) for p in sample.devices[5].processes] == [(31337, job.id)]
 
 
+class MemoryStore:
+    """A SamplerStore with no database behind it: telemetry needs nothing but this protocol."""
+
+    def __init__(self, placements: dict[str, Placement]) -> None:
+        self._placements = placements
+        self.saved: list[tuple[str, str, list[DeviceInfo]]] = []
+        self.peaks: list[dict[int, int]] = []
+
+    def placements(self, node: str) -> Mapping[str, Placement]:
+        return self._placements
+
+    def save_inventory(self, node: str, source: str, devices: Sequence[DeviceInfo]) -> None:
+        self.saved.append((node, source, list(devices)))
+
+    def record_peaks(self, peaks: Mapping[int, int]) -> None:
+        self.peaks.append(dict(peaks))
+
+    def record_rank_peaks(self, peaks: Mapping[tuple[int, int], int]) -> None:
+        self.peaks.append({job: peak for (job, _), peak in peaks.items()})
+
+
+def test_the_sampler_reads_and_writes_the_database_only_through_its_store(
+    redis_client: redis.Redis,
+) -> None:
+    provider = SimulatedProvider(SimulatedDeviceSpec.parse("2x80GiB"), TEST_NODE)
+    held = provider.inventory()[1].uuid
+    store = MemoryStore({held: Placement(job_id=7, rank=0, status="running", memory_bytes=GIB)})
+    sampler = Sampler(provider, node=TEST_NODE, redis_client=redis_client, store=store)
+    sample = sampler.tick()
+    assert [d.memory_used_bytes for d in sample.devices] == [0, GIB]
+    ((node, source, devices),) = store.saved
+    assert (node, source) == (TEST_NODE, "simulated")
+    assert [d.uuid for d in devices] == [d.uuid for d in provider.inventory()]
+    sampler.tick()
+    assert len(store.saved) == 1  # unchanged inventory: not rewritten within the refresh period
+
+
 def test_the_stream_is_capped_but_keeps_the_history_asked_for(
     redis_client: redis.Redis, session_factory: sessionmaker[Session]
 ) -> None:
@@ -84,7 +125,10 @@ def test_processes_gpudeck_did_not_start_mark_the_device_externally_busy(
     )
     stream.register_rank_pid(redis_client, TEST_NODE, ours, job_id=9, rank=0)
     sampler = Sampler(
-        NvmlProvider(), node=TEST_NODE, redis_client=redis_client, sessions=session_factory
+        NvmlProvider(),
+        node=TEST_NODE,
+        redis_client=redis_client,
+        store=DatabaseSamplerStore(session_factory),
     )
     sample = sampler.tick()
     assert sample.source == "nvml"
@@ -92,6 +136,43 @@ def test_processes_gpudeck_did_not_start_mark_the_device_externally_busy(
     assert rows["GPU-0"].external_processes == []
     assert rows["GPU-1"].external_processes == [{"pid": EXTERNAL_PID, "used_memory_bytes": 3 * GIB}]
     assert rows["GPU-1"].source == "nvml" and rows["GPU-1"].memory_total_bytes == 80 * GIB
+
+
+def test_each_rank_peak_device_memory_is_kept_on_its_job_beside_the_host_figures(
+    fake_nvml: InstallNvml,
+    redis_client: redis.Redis,
+    session_factory: sessionmaker[Session],
+    db: Session,
+    devices: str,
+) -> None:
+    job = make_job(db, devices=[0, 1], status=JobStatus.running)
+    ranks = {0: 40500, 1: 40501}
+    for rank, pid in ranks.items():
+        stream.register_rank_pid(redis_client, TEST_NODE, pid, job.id, rank)
+    stream.register_rank_pid(redis_client, TEST_NODE, 40499, job.id, None)  # a script's guard
+
+    def tick(used: dict[int, int]) -> None:
+        gpus = [FakeGpu(uuid=f"GPU-{r}", compute=[(ranks[r], used[r])]) for r in (0, 1)]
+        fake_nvml(gpus)
+        store = DatabaseSamplerStore(session_factory)
+        Sampler(NvmlProvider(), node=TEST_NODE, redis_client=redis_client, store=store).tick()
+
+    def rank_memory() -> Any:
+        db.expire_all()
+        return db.scalar(text("SELECT rank_memory FROM jobs WHERE id = :id"), {"id": job.id})
+
+    tick({0: 5 * GIB, 1: 3 * GIB})
+    tick({0: 2 * GIB, 1: 4 * GIB})  # a lower reading never lowers a peak
+    assert rank_memory() == {"device_peak_bytes": {"0": 5 * GIB, "1": 4 * GIB}}
+    # The worker's host figures, written when the job ends, keep the device peaks.
+    host = {
+        "host_limit_bytes": GIB,
+        "exceeded": False,
+        "ranks": [{"rank": 0, "host_peak_rss_bytes": 7}],
+    }
+    with session_factory.begin() as session:
+        runs.record_rank_memory(session, job.id, host, host_is_device=False)
+    assert rank_memory() == {**host, "device_peak_bytes": {"0": 5 * GIB, "1": 4 * GIB}}
 
 
 class Failing:
@@ -115,7 +196,7 @@ def test_a_failing_tick_is_counted_and_the_loop_goes_on(
         Failing(),  # type: ignore[arg-type]
         node=TEST_NODE,
         redis_client=redis_client,
-        sessions=session_factory,
+        store=DatabaseSamplerStore(session_factory),
         interval_s=0.05,
     )
     stop = threading.Event()

@@ -29,7 +29,12 @@ describe("client helpers", () => {
   });
 
   it("recognises a gpu_busy conflict", () => {
-    const detail = { code: "gpu_busy", field: "devices", message: "devices busy", busy: [{ node: "n", uuid: "u", index: 0, held_by_job_id: 3, reason: "held_by_job" }] };
+    const detail = {
+      code: "gpu_busy",
+      field: "devices",
+      message: "devices busy",
+      busy: [{ node: "n", uuid: "u", index: 0, held_by_job_id: 3, reason: "held_by_job" }],
+    };
     expect(gpuBusy({ detail })?.busy[0]?.held_by_job_id).toBe(3);
     expect(gpuBusy({ detail: { code: "not_enough_devices", message: "x" } })).toBeNull();
   });
@@ -44,7 +49,10 @@ describe("client helpers", () => {
   });
 
   it("adds a bearer token when one is set", async () => {
-    const fetchMock = vi.fn(async (_request: Request) => new Response(JSON.stringify({ status: "ok", version: "1" }), { status: 200, headers: { "Content-Type": "application/json" } }));
+    const fetchMock = vi.fn(
+      async (_request: Request) =>
+        new Response(JSON.stringify({ status: "ok", version: "1" }), { status: 200, headers: { "Content-Type": "application/json" } }),
+    );
     vi.stubGlobal("fetch", fetchMock);
     setAuthToken("secret");
     await api.GET("/api/health");

@@ -13,9 +13,10 @@ let authToken: string | null = takeTokenFromUrl() ?? readStoredToken();
 
 /**
  * `gpudeck run` prints a sign-in link `http://host/#token=...`: the fragment never reaches a
- * server; take the token from it and remove it from the address bar and history.
+ * server; take the token from it and remove it from the address bar and history. Called at
+ * load and again on `hashchange` (the link pasted into a tab that is already open).
  */
-function takeTokenFromUrl(): string | null {
+export function takeTokenFromUrl(): string | null {
   if (typeof window === "undefined" || !window.location.hash.includes("token=")) return null;
   const params = new URLSearchParams(window.location.hash.slice(1));
   const token = params.get("token");
@@ -137,18 +138,14 @@ function describeError(status: number, body: unknown): string {
 }
 
 /** Turns openapi-fetch's {data, error, response} into data or a thrown ApiError (for react-query). */
-export async function unwrap<T>(
-  pending: Promise<{ data?: T; error?: unknown; response: Response }>,
-): Promise<T> {
+export async function unwrap<T>(pending: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   const { data, error, response } = await pending;
   if (!response.ok || data === undefined) throw new ApiError(response.status, error ?? null);
   return data;
 }
 
 /** Like unwrap, for a text body that may be empty (openapi-fetch gives undefined for that). */
-export async function unwrapText(
-  pending: Promise<{ data?: string; error?: unknown; response: Response }>,
-): Promise<string> {
+export async function unwrapText(pending: Promise<{ data?: string; error?: unknown; response: Response }>): Promise<string> {
   const { data, error, response } = await pending;
   if (!response.ok) throw new ApiError(response.status, error ?? null);
   return data ?? "";

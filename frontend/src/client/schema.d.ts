@@ -71,7 +71,8 @@ export interface paths {
         put?: never;
         /**
          * Create Token
-         * @description A new token for yourself; the secret is in this response only.
+         * @description A new token for yourself (or, for an admin, for the user named in `user`); the secret is
+         *     in this response only.
          */
         post: operations["create_token_api_auth_tokens_post"];
         delete?: never;
@@ -239,7 +240,13 @@ export interface paths {
         /** List Jobs */
         get: operations["list_jobs_api_jobs_get"];
         put?: never;
-        /** Create Job */
+        /**
+         * Create Job
+         * @description Devices free and nobody waiting ahead: the job starts now. Otherwise it waits in the
+         *     queue, or with `queue: false` the answer is 409. A waiting job's `queue` in the answer
+         *     is its place as of the scheduler's last pass (no pass runs here, so 200 clients submit at
+         *     once); GET /api/jobs/{id} or GET /api/queue show it from a pass of their own.
+         */
         post: operations["create_job_api_jobs_post"];
         delete?: never;
         options?: never;
@@ -261,7 +268,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Patch Job
+         * @description Change a job's priority: its owner may lower it, an admin may set any.
+         */
+        patch: operations["patch_job_api_jobs__job_id__patch"];
         trace?: never;
     };
     "/api/jobs/{job_id}/cancel": {
@@ -321,6 +332,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/jobs/{job_id}/follow-up": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Follow Up
+         * @description The job that can work on this job's output (e.g. an SAE on extracted activations),
+         *     prefilled; `depends_on` names this job while it has not succeeded. 404 for kinds that
+         *     offer none, 409 for a job that ended without output.
+         */
+        get: operations["get_follow_up_api_jobs__job_id__follow_up_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{job_id}/hold": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Hold Job */
+        post: operations["hold_job_api_jobs__job_id__hold_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/jobs/{job_id}/logs": {
         parameters: {
             query?: never;
@@ -341,6 +391,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/jobs/{job_id}/map-progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Map Progress
+         * @description Each rank's chunks done of its share, items done and items/s (a map job; other jobs
+         *     answer with no ranks). Read from the job's event stream, kept 7 days after it ends.
+         */
+        get: operations["get_map_progress_api_jobs__job_id__map_progress_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/jobs/{job_id}/metrics": {
         parameters: {
             query?: never;
@@ -352,6 +423,23 @@ export interface paths {
         get: operations["get_metrics_api_jobs__job_id__metrics_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{job_id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Release Job */
+        post: operations["release_job_api_jobs__job_id__release_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -378,6 +466,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/jobs/{job_id}/segments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Segments
+         * @description Each stretch of the job on devices, oldest first: a preempted job resumes in a new one.
+         */
+        get: operations["list_segments_api_jobs__job_id__segments_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/kinds": {
         parameters: {
             query?: never;
@@ -387,7 +495,7 @@ export interface paths {
         };
         /**
          * List Kinds
-         * @description Registered job kinds with their config's JSON schema and defaults (for forms and CLIs).
+         * @description Registered job kinds with their config's JSON schema, defaults and charts.
          */
         get: operations["list_kinds_api_kinds_get"];
         put?: never;
@@ -398,18 +506,15 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/kinds/sae/defaults": {
+    "/api/kinds/{kind_name}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /**
-         * Sae Defaults
-         * @description The built-in `sae` kind's config, typed (the dashboard's form is generated from it).
-         */
-        get: operations["sae_defaults_api_kinds_sae_defaults_get"];
+        /** Read Kind */
+        get: operations["read_kind_api_kinds__kind_name__get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -435,6 +540,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Queue
+         * @description Waiting jobs in scheduling order (position 1 starts next), each with its reason.
+         */
+        get: operations["get_queue_api_queue_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/users": {
         parameters: {
             query?: never;
@@ -450,6 +575,44 @@ export interface paths {
          * @description A new user and their first token (shown once).
          */
         post: operations["create_user_api_users_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update User
+         * @description Grant or revoke `run_code` (submitting script jobs).
+         */
+        patch: operations["update_user_api_users__name__patch"];
+        trace?: never;
+    };
+    "/api/users/{name}/quota": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Quota */
+        get: operations["get_quota_api_users__name__quota_get"];
+        /** Put Quota */
+        put: operations["put_quota_api_users__name__quota_put"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -521,6 +684,15 @@ export interface components {
             /** Total */
             total: number;
         };
+        /** ChartPublic */
+        ChartPublic: {
+            /** Log Y */
+            log_y: boolean;
+            /** Series */
+            series: components["schemas"]["SeriesPublic"][];
+            /** Title */
+            title: string;
+        };
         /** CheckpointFilePublic */
         CheckpointFilePublic: {
             /** Name */
@@ -569,24 +741,6 @@ export interface components {
             size_bytes: number;
             /** Tensors */
             tensors: components["schemas"]["TensorPublic"][];
-        };
-        /** DdpOptions */
-        DdpOptions: {
-            /**
-             * Broadcast Buffers
-             * @default false
-             */
-            broadcast_buffers?: boolean;
-            /**
-             * Bucket Cap Mb
-             * @default 25
-             */
-            bucket_cap_mb?: number;
-            /**
-             * Gradient As Bucket View
-             * @default true
-             */
-            gradient_as_bucket_view?: boolean;
         };
         /**
          * DeviceRef
@@ -733,31 +887,53 @@ export interface components {
             used_memory_bytes: number | null;
         };
         /**
-         * FileDataset
-         * @description Activation vectors in a `.safetensors` or `.npy` file under the data directory, [N, d_in].
+         * FollowUpPublic
+         * @description GET /api/jobs/{id}/follow-up: a job to submit on this job's output.
          */
-        FileDataset: {
+        FollowUpPublic: {
             /**
-             * Path
-             * @description relative to <data_dir>/datasets; no '..' or absolute paths
+             * Config
+             * @description fields the output decides; the rest: defaults
              */
-            path: string;
+            config: {
+                [key: string]: unknown;
+            };
             /**
-             * Tensor Name
-             * @description tensor to read from a .safetensors file
+             * Depends On
+             * @description [the source job] while it has not succeeded
              */
-            tensor_name?: string | null;
+            depends_on: number[];
             /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
+             * Kind
+             * @description the follow-up job's kind, e.g. sae
              */
-            type: "file";
+            kind: string;
+            /**
+             * Label
+             * @description what the dashboard's button says
+             */
+            label: string;
+            /**
+             * Note
+             * @description how a figure was found when it is a guess
+             */
+            note: string;
         };
         /**
          * GpuProcess
          * @description A process holding memory on a device, as NVML (or the simulated provider) lists it.
          */
         GpuProcess: {
+            /**
+             * Command
+             * @description its command line, shortened
+             */
+            command?: string | null;
+            /**
+             * Host Peak Rss Bytes
+             * @description its peak resident host memory (VmHWM): what a rank on a simulated device really used; None when the process is not visible here
+             */
+            host_peak_rss_bytes?: number | null;
             /**
              * Job Id
              * @description the job whose rank this is, if managed
@@ -771,10 +947,20 @@ export interface components {
             /** Pid */
             pid: number;
             /**
+             * Rank
+             * @description its rank in that job, if it is one
+             */
+            rank?: number | null;
+            /**
              * Used Memory Bytes
              * @description None where the driver does not report it
              */
             used_memory_bytes: number | null;
+            /**
+             * User
+             * @description the process's user; None when unknown
+             */
+            user?: string | null;
         };
         /**
          * GpuPublic
@@ -883,14 +1069,30 @@ export interface components {
              * @description let GPUDeck pick devices
              */
             count?: number | null;
+            /**
+             * Depends On
+             * @description start after these jobs succeed
+             */
+            depends_on?: number[];
             /** Devices */
             devices?: components["schemas"]["DeviceRef"][] | null;
+            /**
+             * Devices Per Node
+             * @description for count: this many devices on each node
+             */
+            devices_per_node?: number | null;
             /**
              * Force
              * @description skip the free-memory check
              * @default false
              */
             force?: boolean;
+            /**
+             * Hold
+             * @description submit held: waits until released
+             * @default false
+             */
+            hold?: boolean;
             /**
              * Kind
              * @example sae
@@ -903,9 +1105,45 @@ export interface components {
              * @description for count
              */
             node?: string | null;
+            /**
+             * Nodes
+             * @description for count: spread it over this many nodes
+             */
+            nodes?: number | null;
+            /**
+             * Preemptible
+             * @description may be stopped (final checkpoint) for higher priority
+             * @default false
+             */
+            preemptible?: boolean;
+            /**
+             * Priority
+             * @description higher first; above 0 is for admins
+             * @default 0
+             */
+            priority?: number;
+            /**
+             * Queue
+             * @description wait when the devices are busy; false: answer 409 at once
+             * @default true
+             */
+            queue?: boolean;
+            /**
+             * Time Limit S
+             * @description None: the configured default
+             */
+            time_limit_s?: number | null;
         };
-        /** JobKindPublic */
+        /**
+         * JobKindPublic
+         * @description Everything the dashboard and CLIs need to offer a kind: its form (JSON Schema and
+         *     defaults), whether it can estimate memory, and how to chart its metrics.
+         */
         JobKindPublic: {
+            /** Batch Size Field */
+            batch_size_field: string | null;
+            /** Charts */
+            charts: components["schemas"]["ChartPublic"][];
             /** Config Schema */
             config_schema: {
                 [key: string]: unknown;
@@ -916,11 +1154,51 @@ export interface components {
             };
             /** Description */
             description: string;
+            /** Estimates Memory */
+            estimates_memory: boolean;
             /** Name */
             name: string;
+            /**
+             * Offers Follow Up
+             * @default false
+             */
+            offers_follow_up?: boolean;
+            /**
+             * Resumes From
+             * @default checkpoint
+             * @enum {string}
+             */
+            resumes_from?: "checkpoint" | "output";
+            /**
+             * Runs User Code
+             * @default false
+             */
+            runs_user_code?: boolean;
+            /** Searches Batch Size */
+            searches_batch_size: boolean;
+            /** Steps Field */
+            steps_field: string | null;
+            /** Summary Metrics */
+            summary_metrics: components["schemas"]["SeriesPublic"][];
+        };
+        /** JobPatch */
+        JobPatch: {
+            /**
+             * Priority
+             * @description owners may lower it; admins set any
+             */
+            priority: number;
         };
         /** JobPublic */
         JobPublic: {
+            /**
+             * Advice
+             * @description after the run: better declarations for the next submission, from what it measured (memory_per_device_bytes and host_memory_bytes where the kind declares them; time_limit_s after a success)
+             * @example [
+             *       "peak 3.1 GiB of 8 GiB declared per rank: 4 GiB would do"
+             *     ]
+             */
+            readonly advice: string[];
             /** Cancel Requested */
             cancel_requested: boolean;
             /** Config */
@@ -932,16 +1210,25 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /** Depends On */
+            depends_on: number[];
             /** Devices */
             devices: components["schemas"]["AllocatedDevice"][];
             /** Error */
             error: string | null;
+            /**
+             * Error Summary
+             * @description why the job ended, in one line (the last exception line of a traceback)
+             */
+            readonly error_summary: string | null;
             /** Estimate Bytes Per Device */
             estimate_bytes_per_device: number | null;
             /** Finished At */
             finished_at: string | null;
             /** Heartbeat At */
             heartbeat_at: string | null;
+            /** Held */
+            held: boolean;
             /** Id */
             id: number;
             /** Kind */
@@ -954,12 +1241,21 @@ export interface components {
             owner: string;
             /** Peak Memory Bytes */
             peak_memory_bytes: number | null;
+            /** Preemptible */
+            preemptible: boolean;
+            /** Priority */
+            priority: number;
             progress: components["schemas"]["Progress"];
+            /** @description why and where it waits, while it waits for devices: from a pass on reads (GET /api/jobs, /api/jobs/{id}, /api/queue), from the scheduler's last pass in the submit answer */
+            queue?: components["schemas"]["QueueInfo"] | null;
+            rank_memory?: components["schemas"]["RankMemory"] | null;
             /** Resume From Job Id */
             resume_from_job_id: number | null;
             /** Started At */
             started_at: string | null;
             status: components["schemas"]["JobStatus"];
+            /** Time Limit S */
+            time_limit_s: number;
             /** World Size */
             world_size: number;
         };
@@ -977,10 +1273,38 @@ export interface components {
             name?: string | null;
         };
         /**
+         * JobSegmentPublic
+         * @description One stretch of a job on devices: a preempted job has one per start.
+         */
+        JobSegmentPublic: {
+            /** Ended At */
+            ended_at: string | null;
+            /**
+             * Last Step
+             * @description its progress when it ended
+             */
+            last_step: number | null;
+            /**
+             * Outcome
+             * @description "preempted" or the status it ended in; null: runs
+             */
+            outcome: string | null;
+            /**
+             * Reason
+             * @example preempted by job 12
+             */
+            reason: string | null;
+            /**
+             * Started At
+             * Format: date-time
+             */
+            started_at: string;
+        };
+        /**
          * JobStatus
          * @enum {string}
          */
-        JobStatus: "queued" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "lost";
+        JobStatus: "queued" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "lost" | "timeout";
         /** JobsPublic */
         JobsPublic: {
             /** Items */
@@ -991,6 +1315,45 @@ export interface components {
             offset: number;
             /** Total */
             total: number;
+        };
+        /** MapProgressPublic */
+        MapProgressPublic: {
+            /**
+             * Chunks Done Before
+             * @description written by an earlier run (resume)
+             */
+            chunks_done_before: number;
+            /**
+             * Num Chunks
+             * @description every chunk of the job; null before it starts
+             */
+            num_chunks: number | null;
+            /**
+             * Ranks
+             * @description empty for a job that is not a map job
+             */
+            ranks: components["schemas"]["MapRankPublic"][];
+            /** Strategy */
+            strategy: string | null;
+        };
+        /** MapRankPublic */
+        MapRankPublic: {
+            /**
+             * Chunks Done
+             * @description chunks this rank finished in this run
+             */
+            chunks_done: number;
+            /**
+             * Chunks Total
+             * @description this rank's share of this run; null under `dynamic` (claimed as it goes)
+             */
+            chunks_total: number | null;
+            /** Items Done */
+            items_done: number;
+            /** Items Per S */
+            items_per_s: number;
+            /** Rank */
+            rank: number;
         };
         /** MaxBatchPublic */
         MaxBatchPublic: {
@@ -1070,6 +1433,11 @@ export interface components {
         };
         /** NodePublic */
         NodePublic: {
+            /**
+             * Address
+             * @description where the other nodes reach it
+             */
+            address: string | null;
             /** Device Count */
             device_count: number;
             /**
@@ -1079,6 +1447,11 @@ export interface components {
             last_seen_at: string;
             /** Name */
             name: string;
+            /**
+             * Online
+             * @description its sampler reported lately; if not, no job may use it
+             */
+            online: boolean;
             /**
              * Registered At
              * Format: date-time
@@ -1121,6 +1494,91 @@ export interface components {
             step: number;
             /** Total */
             total: number | null;
+        };
+        /** QueueInfo */
+        QueueInfo: {
+            /**
+             * Expected Start At
+             * @description from the time limits of running jobs; null when unknown
+             */
+            expected_start_at: string | null;
+            /**
+             * Position
+             * @description 1 = next to start
+             */
+            position: number;
+            /**
+             * Reason
+             * @example devices busy: vm/1 held by job 12
+             */
+            reason: string;
+            /**
+             * Reason Code
+             * @enum {string}
+             */
+            reason_code: "devices_busy" | "priority" | "quota" | "dependency" | "held" | "insufficient_memory" | "preempting";
+        };
+        /** QueuePublic */
+        QueuePublic: {
+            /** Items */
+            items: components["schemas"]["JobPublic"][];
+            /** Total */
+            total: number;
+        };
+        /** QuotaPublic */
+        QuotaPublic: {
+            /** Max Devices */
+            max_devices: number | null;
+            /** Max Queued Jobs */
+            max_queued_jobs: number | null;
+            /** User Name */
+            user_name: string;
+        };
+        /** QuotaUpdate */
+        QuotaUpdate: {
+            /**
+             * Max Devices
+             * @description devices at once; null: any
+             */
+            max_devices: number | null;
+            /**
+             * Max Queued Jobs
+             * @description jobs waiting at once; null: any
+             */
+            max_queued_jobs: number | null;
+        };
+        /** RankMemory */
+        RankMemory: {
+            /**
+             * Device Peak Bytes
+             * @description rank -> its peak device memory (NVML, GPUs only)
+             */
+            device_peak_bytes?: {
+                [key: string]: number;
+            };
+            /**
+             * Exceeded
+             * @description the job was stopped for passing it
+             * @default false
+             */
+            exceeded?: boolean;
+            /**
+             * Host Limit Bytes
+             * @description the job's host memory limit on its node
+             */
+            host_limit_bytes?: number | null;
+            /** Ranks */
+            ranks?: components["schemas"]["RankPeak"][];
+        };
+        /** RankPeak */
+        RankPeak: {
+            /**
+             * Host Peak Rss Bytes
+             * @description the rank's peak resident host memory
+             */
+            host_peak_rss_bytes: number;
+            /** Rank */
+            rank: number;
         };
         /** RecommendRequest */
         RecommendRequest: {
@@ -1177,132 +1635,15 @@ export interface components {
             /** Uuid */
             uuid: string;
         };
-        /**
-         * SaeConfig
-         * @description A standard ReLU SAE as SAELens defines it, trained with Adam.
-         *
-         *     The defaults are the quality benchmark's config (tests/trainer/test_quality.py): on the
-         *     default synthetic data they reach mmcs and explained variance above 0.9 in about 2 CPU
-         *     minutes on 2 ranks.
-         */
-        SaeConfig: {
+        /** SeriesPublic */
+        SeriesPublic: {
+            /** Label */
+            label: string;
             /**
-             * Adam Beta1
-             * @default 0.9
+             * Metric
+             * @description a key of the job's reported metrics
              */
-            adam_beta1?: number;
-            /**
-             * Adam Beta2
-             * @default 0.999
-             */
-            adam_beta2?: number;
-            /**
-             * Batch Size
-             * @description global batch, split evenly across ranks
-             * @default 512
-             */
-            batch_size?: number;
-            /**
-             * Checkpoint Interval
-             * @description in steps
-             * @default 500
-             */
-            checkpoint_interval?: number;
-            /**
-             * D In
-             * @description activation width
-             * @default 64
-             */
-            d_in?: number;
-            /**
-             * D Sae
-             * @description dictionary size
-             * @default 2048
-             */
-            d_sae?: number;
-            /** Dataset */
-            dataset?: components["schemas"]["SyntheticDataset"] | components["schemas"]["FileDataset"];
-            ddp?: components["schemas"]["DdpOptions"];
-            /**
-             * Dtype
-             * @default float32
-             * @enum {string}
-             */
-            dtype?: "float32" | "bfloat16";
-            /** Grad Clip Norm */
-            grad_clip_norm?: number | null;
-            /**
-             * L1 Coefficient
-             * @default 0.15
-             */
-            l1_coefficient?: number;
-            /**
-             * L1 Warm Up Steps
-             * @description l1 coefficient rises linearly from 0
-             * @default 0
-             */
-            l1_warm_up_steps?: number;
-            /**
-             * Lr
-             * @default 0.004
-             */
-            lr?: number;
-            /**
-             * Lr Decay Steps
-             * @description lr falls linearly to 0 over the last n
-             * @default 1200
-             */
-            lr_decay_steps?: number;
-            /**
-             * Lr Warm Up Steps
-             * @description lr rises linearly from lr/n to lr
-             * @default 100
-             */
-            lr_warm_up_steps?: number;
-            /**
-             * Metrics Interval
-             * @description in steps
-             * @default 10
-             */
-            metrics_interval?: number;
-            /**
-             * Seed
-             * @default 0
-             */
-            seed?: number;
-            /**
-             * Steps
-             * @default 2400
-             */
-            steps?: number;
-        };
-        /**
-         * SyntheticDataset
-         * @description Seeded superposition data with known ground-truth directions, so quality is measurable.
-         */
-        SyntheticDataset: {
-            /**
-             * Active Features
-             * @description expected true features active per sample
-             * @default 5
-             */
-            active_features?: number;
-            /**
-             * Num Features
-             * @description true features
-             * @default 512
-             */
-            num_features?: number;
-            /**
-             * Num Samples
-             * @default 1000000
-             */
-            num_samples?: number;
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "synthetic";
+            metric: string;
         };
         /** TelemetryHistory */
         TelemetryHistory: {
@@ -1332,6 +1673,11 @@ export interface components {
              * @default default
              */
             name?: string;
+            /**
+             * User
+             * @description whose token (admins only; default: yourself)
+             */
+            user?: string | null;
         };
         /** TokenCreated */
         TokenCreated: {
@@ -1412,6 +1758,19 @@ export interface components {
              * @enum {string}
              */
             role: "user" | "admin";
+            /**
+             * Run Code
+             * @default false
+             */
+            run_code?: boolean;
+        };
+        /** UserUpdate */
+        UserUpdate: {
+            /**
+             * Run Code
+             * @description may submit jobs that run their own code (script)
+             */
+            run_code: boolean;
         };
         /** ValidationError */
         ValidationError: {
@@ -1864,7 +2223,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description repeat to match several */
-                status?: ("queued" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "lost")[] | null;
+                status?: ("queued" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "lost" | "timeout")[] | null;
                 limit?: number;
                 offset?: number;
             };
@@ -1916,7 +2275,16 @@ export interface operations {
                     "application/json": components["schemas"]["JobPublic"];
                 };
             };
-            /** @description devices busy, too few free, or too little free memory (see force) */
+            /** @description the kind needs run_code (script) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description with queue: false, devices busy; or devices that can never hold the job, or too little free memory (see force); or the queued-jobs quota */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1959,6 +2327,69 @@ export interface operations {
             };
             /** @description Not Found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    patch_job_api_jobs__job_id__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description job id */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPublic"];
+                };
+            };
+            /** @description not the owner or an admin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description the job is not queued */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2120,6 +2551,115 @@ export interface operations {
             };
         };
     };
+    get_follow_up_api_jobs__job_id__follow_up_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description job id */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FollowUpPublic"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    hold_job_api_jobs__job_id__hold_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description job id */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPublic"];
+                };
+            };
+            /** @description not the owner or an admin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description the job is not queued */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     get_logs_api_jobs__job_id__logs_get: {
         parameters: {
             query?: {
@@ -2166,6 +2706,47 @@ export interface operations {
             };
         };
     };
+    get_map_progress_api_jobs__job_id__map_progress_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description job id */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MapProgressPublic"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     get_metrics_api_jobs__job_id__metrics_get: {
         parameters: {
             query?: {
@@ -2193,6 +2774,65 @@ export interface operations {
             };
             /** @description Not Found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    release_job_api_jobs__job_id__release_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description job id */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPublic"];
+                };
+            };
+            /** @description not the owner or an admin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description the job is not queued */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2265,6 +2905,47 @@ export interface operations {
             };
         };
     };
+    list_segments_api_jobs__job_id__segments_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description job id */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobSegmentPublic"][];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     list_kinds_api_kinds_get: {
         parameters: {
             query?: never;
@@ -2285,11 +2966,14 @@ export interface operations {
             };
         };
     };
-    sae_defaults_api_kinds_sae_defaults_get: {
+    read_kind_api_kinds__kind_name__get: {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description a kind's name */
+                kind_name: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -2300,7 +2984,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SaeConfig"];
+                    "application/json": components["schemas"]["JobKindPublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };
@@ -2321,6 +3014,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["NodePublic"][];
+                };
+            };
+        };
+    };
+    get_queue_api_queue_get: {
+        parameters: {
+            query?: {
+                owner?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueuePublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };
@@ -2369,6 +3093,134 @@ export interface operations {
             };
             /** @description the name is taken */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    update_user_api_users__name__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserPublic"];
+                };
+            };
+            /** @description no such user */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_quota_api_users__name__quota_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaPublic"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    put_quota_api_users__name__quota_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QuotaUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaPublic"];
+                };
+            };
+            /** @description Not Found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

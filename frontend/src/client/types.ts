@@ -4,7 +4,7 @@
  */
 import type { components, paths } from "./schema";
 
-type Schemas = components["schemas"];
+export type Schemas = components["schemas"];
 
 /** One device as the dashboard shows it: inventory, holder, and the newest readings. */
 export type Gpu = Schemas["GpuPublic"];
@@ -14,14 +14,18 @@ export type DeviceSample = Schemas["DeviceSample"];
 export type TelemetryHistory = Schemas["TelemetryHistory"];
 export type User = Schemas["UserPublic"];
 export type Job = Schemas["JobPublic"];
+/** A map job's progress per rank (GET /api/jobs/{id}/map-progress). */
+export type MapProgress = Schemas["MapProgressPublic"];
 export type JobStatus = Schemas["JobStatus"];
 export type JobCreate = Schemas["JobCreate"];
 export type JobKind = string;
-export type SaeConfig = Schemas["SaeConfig"];
+/** A kind's config as the form builds it; the API validates it against the kind's schema. */
+export type KindConfig = Record<string, unknown>;
+export type JobKindInfo = Schemas["JobKindPublic"];
 export type DeviceRef = Schemas["DeviceRef"];
 export type MetricPoint = Schemas["MetricPoint"];
 export type Metrics = Schemas["MetricsPublic"];
-/** The sae kind reports mse_loss, l1_loss, overall_loss, l0, explained_variance, dead_features, activations_per_s (mmcs with synthetic data). */
+/** The sae kind reports mse_loss, overall_loss, l0, explained_variance, dead_features, activations_per_s and its architecture's loss (l1_loss, l0_loss or auxk_loss; mmcs with synthetic data). */
 export type MetricValues = MetricPoint["metrics"];
 export type Checkpoint = Schemas["CheckpointPublic"];
 export type Estimate = Schemas["EstimatePublic"];
@@ -43,19 +47,21 @@ export type GpuBusyDetail = ErrorDetail & { code: "gpu_busy"; busy: BusyDevice[]
 export type ValidationIssue = Schemas["ValidationError"];
 export type CheckpointFile = Schemas["CheckpointFilePublic"];
 export type JobResume = Schemas["JobResume"];
+export type JobSegment = Schemas["JobSegmentPublic"];
+
+/** Where a waiting job stands: JobPublic.queue, set while the job is queued. */
+export type QueueInfo = Schemas["QueueInfo"];
+export type QueueReasonCode = QueueInfo["reason_code"];
+/** A job with the scheduler's fields (every JobPublic has them). */
+export type ScheduledJob = Job;
+/** The scheduling fields of a submit body. */
+export type SchedulingCreate = Partial<Pick<JobCreate, "queue" | "priority" | "time_limit_s" | "depends_on" | "preemptible" | "hold">>;
+export type QueuePage = Schemas["QueuePublic"];
 
 export type ApiPaths = paths;
 
-export const TERMINAL_STATUSES: readonly JobStatus[] = ["succeeded", "failed", "cancelled", "lost"];
-export const ALL_STATUSES: readonly JobStatus[] = [
-  "queued",
-  "starting",
-  "running",
-  "succeeded",
-  "failed",
-  "cancelled",
-  "lost",
-];
+export const TERMINAL_STATUSES: readonly JobStatus[] = ["succeeded", "failed", "cancelled", "lost", "timeout"];
+export const ALL_STATUSES: readonly JobStatus[] = ["queued", "starting", "running", "succeeded", "failed", "cancelled", "lost", "timeout"];
 
 export function isTerminal(status: JobStatus): boolean {
   return TERMINAL_STATUSES.includes(status);

@@ -1,63 +1,64 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useState, type FormEvent, type ReactNode } from "react";
-import { api, ApiError, getAuthToken, onUnauthorized, setAuthToken, unwrap } from "../client/api";
+import { useEffect, useState, type ReactNode } from "react";
+import { api, ApiError, getAuthToken, onUnauthorized, setAuthToken, takeTokenFromUrl, unwrap } from "../client/api";
 import type { User } from "../client/types";
+import { SignIn } from "./SignIn";
 
-function SignIn({ onSignedIn, rejected }: { onSignedIn: () => void; rejected: boolean }) {
-  const [token, setToken] = useState("");
-  const [error, setError] = useState<string | null>(rejected ? "That token was not accepted." : null);
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: FormEvent) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
-    setAuthToken(token.trim());
-    try {
-      await unwrap(api.POST("/api/auth/sign-in"));
-      onSignedIn();
-    } catch (e) {
-      setAuthToken(null);
-      setError(e instanceof ApiError && e.status === 401 ? "That token was not accepted." : String((e as Error).message));
-    } finally {
-      setBusy(false);
-    }
-  };
-  return (
-    <div className="signin">
-      <form className="card" onSubmit={submit}>
-        <h1>
-          <span className="logo" aria-hidden /> GPUDeck
-        </h1>
-        <p className="muted">Paste an API token to sign in. An admin creates one with <code>gpudeck users</code> or in the API.</p>
-        <div className="field">
-          <label htmlFor="token">API token</label>
-          <input id="token" type="password" autoComplete="off" value={token} onChange={(e) => setToken(e.target.value)} placeholder="gpd_…" />
-          {error && <span className="field-error" role="alert">{error}</span>}
-        </div>
-        <button type="submit" className="button primary wide" disabled={busy || token.trim() === ""}>
-          Sign in
-        </button>
-      </form>
-    </div>
-  );
-}
+export const EXPIRED = "Your session expired: the token was revoked or has run out. Sign in with a new one.";
 
-/** Shows the app to a signed-in user (or anyone, when the API runs without authentication). */
+/**
+ * Shows the app to a signed-in user (or anyone, when the API runs without authentication).
+ * A 401 after sign-in ends the session once: the token is dropped (so the requests still in
+ * flight cannot start another round) and the sign-in form says why.
+ */
 export function AuthGate({ children }: { children: (user: User, signOut: () => void) => ReactNode }) {
   const client = useQueryClient();
+  const [expired, setExpired] = useState(false);
+  // a token kept from an earlier visit (sessionStorage) that the API refuses has expired too
+  const [notice, setNotice] = useState<string | null>(() => (getAuthToken() !== null ? EXPIRED : null));
   const me = useQuery({ queryKey: ["me"], queryFn: () => unwrap(api.GET("/api/auth/me")), retry: false, staleTime: Infinity });
-  useEffect(() => onUnauthorized(() => void client.invalidateQueries({ queryKey: ["me"] })), [client]);
+
+  useEffect(() => {
+    const signInAgain = () => {
+      setExpired(false);
+      void client.resetQueries();
+    };
+    const dropSession = () => {
+      // a wrong token typed into the form is that form's error, not an expired session
+      if (getAuthToken() === null || client.getQueryState(["me"])?.status !== "success") return;
+      setAuthToken(null);
+      setExpired(true);
+      void client.cancelQueries();
+    };
+    const onHash = () => {
+      const token = takeTokenFromUrl();
+      if (token) {
+        setAuthToken(token);
+        signInAgain();
+      }
+    };
+    window.addEventListener("hashchange", onHash);
+    const unsubscribe = onUnauthorized(dropSession);
+    return () => {
+      window.removeEventListener("hashchange", onHash);
+      unsubscribe();
+    };
+  }, [client]);
+
+  const onSignedIn = () => {
+    setExpired(false);
+    void client.resetQueries();
+  };
+  if (expired) return <SignIn notice={EXPIRED} onSignedIn={onSignedIn} />;
   if (me.isPending) return <div className="page muted">Connecting…</div>;
   if (me.error) {
-    if (me.error instanceof ApiError && me.error.status === 401) {
-      return <SignIn rejected={getAuthToken() !== null} onSignedIn={() => void client.resetQueries()} />;
-    }
+    if (me.error instanceof ApiError && me.error.status === 401) return <SignIn notice={notice} onSignedIn={onSignedIn} />;
     return <div className="page banner error">The API did not answer: {me.error.message}</div>;
   }
   const signOut = () => {
     setAuthToken(null);
-    client.clear();
-    void client.invalidateQueries({ queryKey: ["me"] });
+    setNotice(null);
+    void client.resetQueries();
   };
   return <>{children(me.data, signOut)}</>;
 }

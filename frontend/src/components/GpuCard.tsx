@@ -3,6 +3,7 @@ import type { Gpu } from "../client/types";
 import type { Series } from "../hooks/telemetryStore";
 import { formatBytes, formatNumber, loadLevel } from "../lib/format";
 import { MemoryBar } from "./MemoryBar";
+import { ProcessList } from "./ProcessList";
 import { SeriesSparkline } from "./SeriesSparkline";
 import { SourceBadge } from "./SourceBadge";
 
@@ -10,8 +11,11 @@ export function Holder({ gpu }: { gpu: Gpu }) {
   if (gpu.held_by) {
     return (
       <span className="holder held" data-testid="holder">
-        <Link to={`/jobs/${gpu.held_by.job_id}`}>job #{gpu.held_by.job_id}</Link>
-        <span className="muted"> · {gpu.held_by.owner}</span>
+        <Link to={`/jobs/${gpu.held_by.job_id}`}>{gpu.held_by.job_name}</Link>
+        <span className="muted">
+          {" "}
+          #{gpu.held_by.job_id} · {gpu.held_by.owner}
+        </span>
       </span>
     );
   }
@@ -43,7 +47,11 @@ export function GpuCard({ gpu, series, revision, stale = false }: Props) {
   const power = gpu.power_watts ?? null;
   const powerFraction = power !== null && gpu.power_limit_watts ? power / gpu.power_limit_watts : 0;
   return (
-    <article className={`card gpu-card ${stale || gpu.stale ? "stale" : ""} ${gpu.lost ? "lost" : ""}`} data-testid="gpu-card" data-uuid={gpu.uuid}>
+    <article
+      className={`card gpu-card ${stale || gpu.stale ? "stale" : ""} ${gpu.lost ? "lost" : ""}`}
+      data-testid="gpu-card"
+      data-uuid={gpu.uuid}
+    >
       <header className="gpu-card-head">
         <div className="gpu-title">
           <span className="gpu-index">GPU {gpu.index}</span>
@@ -82,6 +90,7 @@ export function GpuCard({ gpu, series, revision, stale = false }: Props) {
         <Holder gpu={gpu} />
       </div>
       <SeriesSparkline series={series} revision={revision} />
+      <ProcessList processes={gpu.processes ?? []} />
     </article>
   );
 }

@@ -44,9 +44,11 @@ interface Props {
   excluded?: ExcludedDevice[];
   /** device key -> job id holding it, from a 409 */
   taken?: ReadonlyMap<string, number | null>;
+  /** the job will queue: a device another job holds may be ticked, and the job waits for it */
+  canWait?: boolean;
 }
 
-export function GpuSelector({ devices, selected, onChange, bytesPerDevice, excluded = [], taken }: Props) {
+export function GpuSelector({ devices, selected, onChange, bytesPerDevice, excluded = [], taken, canWait = false }: Props) {
   const excludedByKey = new Map(excluded.map((e) => [deviceKey(e), e]));
   const toggle = (key: string) => {
     const next = new Set(selected);
@@ -61,13 +63,19 @@ export function GpuSelector({ devices, selected, onChange, bytesPerDevice, exclu
         const key = deviceKey(gpu);
         const why = unavailability(gpu, bytesPerDevice, excludedByKey.get(key), taken?.get(key));
         const checked = selected.has(key);
+        const waits = canWait && (why?.reason === "busy" || why?.reason === "taken");
         return (
-          <li key={key} className={`gpu-option ${why ? `unavailable reason-${why.reason}` : ""} ${checked ? "checked" : ""}`} data-testid="gpu-option" data-uuid={gpu.uuid}>
+          <li
+            key={key}
+            className={`gpu-option ${why ? `unavailable reason-${why.reason}` : ""} ${checked ? "checked" : ""}`}
+            data-testid="gpu-option"
+            data-uuid={gpu.uuid}
+          >
             <label>
               <input
                 type="checkbox"
                 checked={checked}
-                disabled={why !== null && !checked}
+                disabled={why !== null && !checked && !waits}
                 onChange={() => toggle(key)}
                 aria-describedby={why ? `why-${gpu.uuid}` : undefined}
               />
@@ -77,11 +85,17 @@ export function GpuSelector({ devices, selected, onChange, bytesPerDevice, exclu
               </span>
               <SourceBadge source={gpu.source} />
             </label>
-            <MemoryBar usedBytes={gpu.memory_used_bytes ?? null} totalBytes={gpu.memory_total_bytes} plannedBytes={checked ? (bytesPerDevice ?? 0) : 0} compact />
+            <MemoryBar
+              usedBytes={gpu.memory_used_bytes ?? null}
+              totalBytes={gpu.memory_total_bytes}
+              plannedBytes={checked ? (bytesPerDevice ?? 0) : 0}
+              compact
+            />
             <span className="gpu-option-free muted">{formatBytes(gpu.memory_free_bytes ?? null)} free</span>
             {why && (
               <span className="why" id={`why-${gpu.uuid}`} data-testid="gpu-reason">
                 {why.message}
+                {waits && " · the job waits for it"}
               </span>
             )}
           </li>

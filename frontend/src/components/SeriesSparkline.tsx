@@ -57,7 +57,18 @@ export function SeriesSparkline({ series, revision, height = 56 }: { series: Ser
   );
   return (
     <div className="sparkline">
-      <TimeSeriesChart compact data={data} series={SPECS} revision={revision} height={height} yMin={-3} yMax={103} testId="sparkline" points={series?.t.size ?? 0} xMin={series?.t.at(0)} />
+      <TimeSeriesChart
+        compact
+        data={data}
+        series={SPECS}
+        revision={revision}
+        height={height}
+        yMin={-3}
+        yMax={103}
+        testId="sparkline"
+        points={series?.t.size ?? 0}
+        xMin={series?.t.at(0)}
+      />
       <div className="sparkline-legend small muted">
         <span className="key util">util</span> <span className="key mem">memory</span> · last {span(series)}
       </div>

@@ -61,12 +61,22 @@ function options(shape: Shape, width: number): uPlot.Options {
       y: yRange ? { range: yRange } : logY ? { distr: 3 } : {},
     },
     axes: compact
-      ? [{ show: false }, { show: false }]
+      ? // a sparkline keeps a small % scale (0, 50, 100) so a 1 % line reads as 1 %, not as nothing
+        [
+          { show: false },
+          { stroke: axisStroke, grid, ticks: { show: false }, size: 28, font: "10px system-ui", splits: () => [0, 50, 100], gap: 2 },
+        ]
       : [
           { stroke: axisStroke, grid, ticks: grid },
           logY
             ? // on a log scale, label and grid the powers of ten only
-              { stroke: axisStroke, grid: { ...grid, filter: powersOfTen }, ticks: { ...grid, filter: powersOfTen }, filter: powersOfTen, size: 56 }
+              {
+                stroke: axisStroke,
+                grid: { ...grid, filter: powersOfTen },
+                ticks: { ...grid, filter: powersOfTen },
+                filter: powersOfTen,
+                size: 56,
+              }
             : { stroke: axisStroke, grid, ticks: grid, size: 56 },
         ],
     series: [
@@ -74,7 +84,7 @@ function options(shape: Shape, width: number): uPlot.Options {
       ...series.map((s) => ({
         label: s.label,
         stroke: s.color,
-        width: s.width ?? (compact ? 1.25 : 1.5),
+        width: s.width ?? (compact ? 1.75 : 1.5),
         scale: s.scale ?? "y",
         ...(s.fill ? { fill: s.fill } : {}),
         points: { show: false },

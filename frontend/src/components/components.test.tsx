@@ -11,6 +11,8 @@ import { MemoryBreakdown } from "./MemoryBreakdown";
 import { ProgressBar } from "./ProgressBar";
 import { StatusBadge } from "./StatusBadge";
 import { defaultValues } from "../lib/jobForm";
+import { allFields, fieldsFromSchema } from "../lib/schemaForm";
+import kinds from "../test/kindSchemas.json";
 
 const GIB = 1024 ** 3;
 
@@ -44,10 +46,34 @@ describe("GpuCard", () => {
     expect(screen.getByTestId("holder")).toHaveTextContent("idle");
   });
 
-  it("names the job holding the device, with a link", () => {
-    renderCard(makeGpu({ held_by: { job_id: 12, job_name: "big", owner: "ana" } }));
-    expect(screen.getByRole("link", { name: "job #12" })).toHaveAttribute("href", "/jobs/12");
-    expect(screen.getByTestId("holder")).toHaveTextContent("ana");
+  it("names the job holding the device by its name, with a link", () => {
+    renderCard(makeGpu({ held_by: { job_id: 12, job_name: "big-sweep", owner: "ana" } }));
+    expect(screen.getByRole("link", { name: "big-sweep" })).toHaveAttribute("href", "/jobs/12");
+    expect(screen.getByTestId("holder")).toHaveTextContent("big-sweep #12 · ana");
+  });
+
+  it("lists the device's processes, a job's rank linked and an external one flagged busy", () => {
+    renderCard(
+      makeGpu({
+        processes: [
+          {
+            pid: 4242,
+            user: "ana",
+            command: "python -m gpudeck.engine.rank",
+            used_memory_bytes: 2 * 1024 ** 3,
+            managed: true,
+            job_id: 12,
+            rank: 1,
+          },
+          { pid: 999, user: "bo", command: "python train.py", used_memory_bytes: 1024 ** 3, managed: false },
+        ],
+      }),
+    );
+    const rows = screen.getAllByTestId("process");
+    expect(rows[0]).toHaveTextContent("4242ana");
+    expect(within(rows[0]!).getByRole("link")).toHaveAttribute("href", "/jobs/12");
+    expect(rows[0]).toHaveTextContent("2.0 GiB");
+    expect(rows[1]).toHaveTextContent("external · busy");
   });
 
   it("says when a process GPUDeck did not start uses it", () => {
@@ -84,7 +110,13 @@ describe("GpuSelector", () => {
 
   it("shows devices taken by someone else since the form opened", () => {
     render(
-      <GpuSelector devices={devices} selected={new Set(["node-a/G0"])} onChange={() => {}} bytesPerDevice={GIB} taken={new Map([["node-a/G0", 9]])} />,
+      <GpuSelector
+        devices={devices}
+        selected={new Set(["node-a/G0"])}
+        onChange={() => {}}
+        bytesPerDevice={GIB}
+        taken={new Map([["node-a/G0", 9]])}
+      />,
     );
     expect(within(screen.getAllByTestId("gpu-option")[0]!).getByTestId("gpu-reason")).toHaveTextContent("just taken by job #9");
   });
@@ -98,8 +130,18 @@ describe("GpuSelector", () => {
 });
 
 describe("JobForm", () => {
+  const groups = fieldsFromSchema(kinds.sae.config_schema, kinds.sae.defaults);
+  const defaults = () => defaultValues(allFields(groups));
+
   it("shows the API's message beside the field it names", () => {
-    render(<JobForm values={defaultValues()} onChange={() => {}} errors={{ "config.d_in": "Input should be greater than or equal to 1" }} />);
+    render(
+      <JobForm
+        groups={groups}
+        values={defaults()}
+        onChange={() => {}}
+        errors={{ "config.d_in": "Input should be greater than or equal to 1" }}
+      />,
+    );
     const field = screen.getByLabelText("d_in");
     expect(field).toHaveAttribute("aria-invalid", "true");
     expect(screen.getByTestId("error-d_in")).toHaveTextContent("Input should be greater than or equal to 1");
@@ -107,12 +149,12 @@ describe("JobForm", () => {
 
   it("shows the fields of the chosen dataset only", async () => {
     const onChange = vi.fn();
-    const { rerender } = render(<JobForm values={defaultValues()} onChange={onChange} errors={{}} />);
+    const { rerender } = render(<JobForm groups={groups} values={defaults()} onChange={onChange} errors={{}} />);
     expect(screen.getByLabelText("true features")).toBeInTheDocument();
     expect(screen.queryByLabelText("file")).toBeNull();
     await userEvent.selectOptions(screen.getByLabelText("dataset"), "file");
     expect(onChange).toHaveBeenCalledWith("dataset.type", "file");
-    rerender(<JobForm values={{ ...defaultValues(), "dataset.type": "file" }} onChange={onChange} errors={{}} />);
+    rerender(<JobForm groups={groups} values={{ ...defaults(), "dataset.type": "file" }} onChange={onChange} errors={{}} />);
     expect(screen.getByLabelText("file")).toBeInTheDocument();
   });
 });

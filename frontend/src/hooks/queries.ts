@@ -1,7 +1,7 @@
 /** Server state through TanStack Query: one key per resource, so invalidation is by key. */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, unwrap, unwrapText } from "../client/api";
-import type { EstimateRequest, JobCreate, JobKind, JobStatus, RecommendStrategy, SaeConfig } from "../client/types";
+import type { EstimateRequest, JobCreate, JobKind, JobStatus, RecommendStrategy, KindConfig } from "../client/types";
 
 export const keys = {
   gpus: ["gpus"] as const,
@@ -10,6 +10,7 @@ export const keys = {
   metrics: (id: number) => ["job", id, "metrics"] as const,
   logs: (id: number, rank: number) => ["job", id, "logs", rank] as const,
   checkpoints: (id: number) => ["job", id, "checkpoints"] as const,
+  mapProgress: (id: number) => ["job", id, "map-progress"] as const,
 };
 
 export function useGpus() {
@@ -20,11 +21,30 @@ export function useGpus() {
   });
 }
 
-/** The sae kind's default config, so the form starts where the API does. */
-export function useSaeDefaults() {
+/** Each node with its address and health (`online`: its sampler reported lately). */
+export function useNodes() {
   return useQuery({
-    queryKey: ["kinds", "sae", "defaults"],
-    queryFn: () => unwrap(api.GET("/api/kinds/sae/defaults")),
+    queryKey: ["nodes"],
+    queryFn: () => unwrap(api.GET("/api/nodes")),
+    refetchInterval: 10000,
+  });
+}
+
+/** Every registered kind (built in or installed with pip): the new-job page offers these. */
+export function useKinds() {
+  return useQuery({
+    queryKey: ["kinds"],
+    queryFn: () => unwrap(api.GET("/api/kinds")),
+    staleTime: Infinity,
+  });
+}
+
+/** A registered kind: its config schema and defaults (the form starts where the API does), charts. */
+export function useKind(name: string) {
+  return useQuery({
+    queryKey: ["kinds", name],
+    queryFn: () => unwrap(api.GET("/api/kinds/{kind_name}", { params: { path: { kind_name: name } } })),
+    enabled: name !== "",
     staleTime: Infinity,
   });
 }
@@ -32,9 +52,17 @@ export function useSaeDefaults() {
 export function useJobs(status: JobStatus | null, limit = 50, offset = 0) {
   return useQuery({
     queryKey: keys.jobs(status, limit, offset),
-    queryFn: () =>
-      unwrap(api.GET("/api/jobs", { params: { query: { limit, offset, ...(status ? { status: [status] } : {}) } } })),
+    queryFn: () => unwrap(api.GET("/api/jobs", { params: { query: { limit, offset, ...(status ? { status: [status] } : {}) } } })),
     refetchInterval: 2000,
+  });
+}
+
+/** One job, read once (the job page follows a live one with useJob). */
+export function useJobById(id: number | null) {
+  return useQuery({
+    queryKey: keys.job(id ?? 0),
+    queryFn: () => unwrap(api.GET("/api/jobs/{job_id}", { params: { path: { job_id: id ?? 0 } } })),
+    enabled: id !== null,
   });
 }
 
@@ -53,6 +81,45 @@ export function useJobLogs(id: number, rank: number, tail = 200, live = true) {
   });
 }
 
+/** The metrics of the job a resumed job continues (finished: fetched once). */
+export function useParentMetrics(parentId: number | null) {
+  return useQuery({
+    queryKey: ["job", parentId, "metrics", "all"],
+    queryFn: async () => (await unwrap(api.GET("/api/jobs/{job_id}/metrics", { params: { path: { job_id: parentId ?? 0 } } }))).items,
+    enabled: parentId !== null,
+    staleTime: Infinity,
+  });
+}
+
+/** A preemptible job's stretches on devices (each preemption starts a new one). */
+export function useSegments(id: number, enabled: boolean, live: boolean) {
+  return useQuery({
+    queryKey: ["job", id, "segments"],
+    queryFn: () => unwrap(api.GET("/api/jobs/{job_id}/segments", { params: { path: { job_id: id } } })),
+    enabled,
+    refetchInterval: live ? 5000 : false,
+  });
+}
+
+/** A map job's progress per rank (from its chunk events); polled while the job runs. */
+export function useMapProgress(id: number, enabled: boolean, live: boolean) {
+  return useQuery({
+    queryKey: keys.mapProgress(id),
+    queryFn: () => unwrap(api.GET("/api/jobs/{job_id}/map-progress", { params: { path: { job_id: id } } })),
+    enabled,
+    refetchInterval: live ? 2000 : false,
+  });
+}
+
+/** The job that can follow `id` on its output ("train an SAE on this output"), prefilled. */
+export function useFollowUp(id: number | null) {
+  return useQuery({
+    queryKey: ["job", id, "follow-up"],
+    queryFn: () => unwrap(api.GET("/api/jobs/{job_id}/follow-up", { params: { path: { job_id: id ?? 0 } } })),
+    enabled: id !== null,
+  });
+}
+
 export function useCheckpoints(id: number, live = true) {
   return useQuery({
     queryKey: keys.checkpoints(id),
@@ -63,32 +130,26 @@ export function useCheckpoints(id: number, live = true) {
 
 export function useEstimate(
   kind: JobKind,
-  config: SaeConfig,
+  config: KindConfig,
   worldSize: number,
   deviceType: NonNullable<EstimateRequest["device_type"]>,
   enabled: boolean,
 ) {
   return useQuery({
     queryKey: ["estimate", kind, config, worldSize, deviceType],
-    queryFn: () =>
-      unwrap(api.POST("/api/estimate", { body: { kind, config, world_size: worldSize, device_type: deviceType } })),
+    queryFn: () => unwrap(api.POST("/api/estimate", { body: { kind, config, world_size: worldSize, device_type: deviceType } })),
     enabled,
     retry: false,
     staleTime: 60_000,
-    placeholderData: (previous) => previous,
+    // the previous answer stands in while a field changes, never another kind's
+    placeholderData: (previous, query) => (query?.queryKey[1] === kind ? previous : undefined),
   });
 }
 
-export function useRecommendation(
-  bytesPerDevice: number | null,
-  count: number,
-  strategy: RecommendStrategy,
-  refreshKey: number,
-) {
+export function useRecommendation(bytesPerDevice: number | null, count: number, strategy: RecommendStrategy, refreshKey: number) {
   return useQuery({
     queryKey: ["recommend", bytesPerDevice, count, strategy, refreshKey],
-    queryFn: () =>
-      unwrap(api.POST("/api/gpus/recommend", { body: { bytes_per_device: bytesPerDevice ?? 0, count, strategy } })),
+    queryFn: () => unwrap(api.POST("/api/gpus/recommend", { body: { bytes_per_device: bytesPerDevice ?? 0, count, strategy } })),
     enabled: bytesPerDevice !== null && count > 0,
     retry: false,
     placeholderData: (previous) => previous,

@@ -173,9 +173,7 @@ export class TelemetryStore {
   }
 
   devices(): Gpu[] {
-    return [...this.latest.values()].sort(
-      (a, b) => a.node.localeCompare(b.node) || a.index - b.index,
-    );
+    return [...this.latest.values()].sort((a, b) => a.node.localeCompare(b.node) || a.index - b.index);
   }
 
   nodes(): string[] {
@@ -203,9 +201,7 @@ export class TelemetryStore {
 
   /** Nodes whose last sample is older than `staleAfterMs`. */
   staleNodes(now: number, staleAfterMs: number): string[] {
-    return [...this.nodeReceivedAt.entries()]
-      .filter(([, at]) => now - at > staleAfterMs)
-      .map(([node]) => node);
+    return [...this.nodeReceivedAt.entries()].filter(([, at]) => now - at > staleAfterMs).map(([node]) => node);
   }
 
   aggregate(): Aggregate {

@@ -1,13 +1,14 @@
 /**
  * One job, live: GET /api/jobs/{id} and its metrics through TanStack Query, kept current by
- * WS /ws/jobs/{id} (a snapshot, then status, progress, metrics and checkpoint events), with
- * polling as the fallback while the socket is down.
+ * WS /ws/jobs/{id} (a snapshot, then status, progress, metrics and checkpoint events; the shared
+ * reconnecting socket), with polling as the fallback while the socket is down.
  */
 import { useQuery, useQueryClient, type QueryClient } from "@tanstack/react-query";
-import { useEffect, useState } from "react";
-import { api, openSocket, unwrap } from "../client/api";
+import { useCallback, useEffect, useRef } from "react";
+import { api, unwrap } from "../client/api";
 import { isTerminal, type Job, type MetricPoint } from "../client/types";
 import { keys } from "./queries";
+import { useReconnectingSocket } from "./useReconnectingSocket";
 
 /** Frames of WS /ws/jobs/{id}: a snapshot, then events as the ranks publish them. */
 export type JobFrame =
@@ -31,7 +32,10 @@ export function applyFrame(client: QueryClient, id: number, frame: JobFrame): vo
       client.setQueryData(keys.job(id), frame.job);
       const at = new Date().toISOString();
       client.setQueryData<MetricPoint[]>(keys.metrics(id), (points) =>
-        appendPoints(points, frame.metrics.map((m) => ({ step: m.step, metrics: m.metrics, created_at: at }))),
+        appendPoints(
+          points,
+          frame.metrics.map((m) => ({ step: m.step, metrics: m.metrics, created_at: at })),
+        ),
       );
       return;
     }
@@ -70,56 +74,41 @@ async function fetchMetrics(client: QueryClient, id: number): Promise<MetricPoin
 
 export function useJob(id: number, WebSocketImpl?: typeof WebSocket) {
   const client = useQueryClient();
-  const [connected, setConnected] = useState(false);
+  // whether the socket is open, for the poll interval: the socket needs the job's status first
+  const live = useRef(false);
   const job = useQuery({
     queryKey: keys.job(id),
     queryFn: () => unwrap(api.GET("/api/jobs/{job_id}", { params: { path: { job_id: id } } })),
-    refetchInterval: (query) => (query.state.data && isTerminal(query.state.data.status) ? false : connected ? 10000 : 2000),
+    refetchInterval: (query) => (query.state.data && isTerminal(query.state.data.status) ? false : live.current ? 10000 : 2000),
   });
   const terminal = job.data ? isTerminal(job.data.status) : false;
+  const onMessage = useCallback(
+    (raw: string) => {
+      try {
+        applyFrame(client, id, JSON.parse(raw) as JobFrame);
+      } catch {
+        /* a frame we cannot read */
+      }
+    },
+    [client, id],
+  );
+  // a finished job sends nothing more: its socket closes and stays closed
+  const socket = useReconnectingSocket(terminal ? null : `/ws/jobs/${id}`, onMessage, { maxDelayMs: 10000, WebSocketImpl });
+  const connected = socket.connection === "open";
+  useEffect(() => {
+    live.current = connected;
+  }, [connected]);
+  // the final checkpoint and the last log lines land as the job ends: read them again then
+  useEffect(() => {
+    if (!terminal) return;
+    void client.invalidateQueries({ queryKey: keys.checkpoints(id) });
+    void client.invalidateQueries({ queryKey: ["job", id, "logs"] });
+  }, [terminal, client, id]);
   const metrics = useQuery({
     queryKey: keys.metrics(id),
     queryFn: () => fetchMetrics(client, id),
     refetchInterval: terminal || connected ? false : 3000,
   });
-
-  useEffect(() => {
-    if (terminal) return;
-    const Impl = WebSocketImpl ?? WebSocket;
-    let socket: WebSocket | null = null;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let disposed = false;
-    let attempt = 0;
-    const connect = () => {
-      socket = openSocket(`/ws/jobs/${id}`, Impl);
-      socket.onopen = () => {
-        attempt = 0;
-        setConnected(true);
-      };
-      socket.onmessage = (event: MessageEvent) => {
-        try {
-          applyFrame(client, id, JSON.parse(String(event.data)) as JobFrame);
-        } catch {
-          /* a frame we cannot read */
-        }
-      };
-      socket.onclose = () => {
-        setConnected(false);
-        if (disposed) return;
-        timer = setTimeout(connect, Math.min(10000, 500 * 2 ** attempt++));
-      };
-      socket.onerror = () => socket?.close();
-    };
-    connect();
-    return () => {
-      disposed = true;
-      clearTimeout(timer);
-      if (socket) {
-        socket.onclose = null;
-        socket.close();
-      }
-    };
-  }, [client, id, terminal, WebSocketImpl]);
 
   return { job, metrics, connected };
 }

@@ -2,7 +2,7 @@ import { act, renderHook } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { asWebSocket, FakeWebSocket } from "../test/fakeWebSocket";
 import { makeGpu, makeSample } from "../test/fixtures";
-import { backoffDelay, useTelemetry } from "./useTelemetry";
+import { useTelemetry } from "./useTelemetry";
 
 const options = { WebSocketImpl: asWebSocket, baseDelayMs: 100, maxDelayMs: 1000, staleAfterMs: 3000, capacity: 60 };
 
@@ -50,6 +50,24 @@ describe("useTelemetry", () => {
     random.mockRestore();
   });
 
+  it("shows the server's 'telemetry unavailable' while its store is down, then resumes samples", () => {
+    const { result } = renderHook(() => useTelemetry(options));
+    const socket = FakeWebSocket.latest();
+    act(() => {
+      socket.open();
+      socket.receive({ type: "snapshot", samples: [makeSample(0, [makeGpu()])] });
+    });
+    expect(result.current.unavailable).toBeNull();
+    act(() => socket.receive({ type: "unavailable", samples: [], message: "telemetry unavailable: redis unavailable" }));
+    expect(result.current.unavailable).toBe("telemetry unavailable: redis unavailable");
+    act(() => {
+      socket.receive({ type: "available", samples: [] });
+      socket.receive({ type: "sample", samples: [makeSample(1, [makeGpu({ utilization_gpu_pct: 42 })])] });
+    });
+    expect(result.current.unavailable).toBeNull();
+    expect(result.current.store.devices()[0]?.utilization_gpu_pct).toBe(42);
+  });
+
   it("says when the data is stale and when it is fresh again", () => {
     const { result } = renderHook(() => useTelemetry(options));
     const socket = FakeWebSocket.latest();
@@ -93,14 +111,5 @@ describe("useTelemetry", () => {
       socket.receive({ type: "other" });
     });
     expect(result.current.store.devices()).toHaveLength(0);
-  });
-});
-
-describe("backoffDelay", () => {
-  it("doubles up to the cap, with jitter in the upper half", () => {
-    expect(backoffDelay(0, 500, 10000, () => 1)).toBe(500);
-    expect(backoffDelay(3, 500, 10000, () => 1)).toBe(4000);
-    expect(backoffDelay(10, 500, 10000, () => 1)).toBe(10000);
-    expect(backoffDelay(10, 500, 10000, () => 0)).toBe(5000);
   });
 });

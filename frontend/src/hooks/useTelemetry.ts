@@ -1,24 +1,19 @@
 /**
- * Live telemetry over WS /ws/telemetry: reconnects with exponential backoff, says when the data
- * is stale, and keeps a bounded history (TelemetryStore's rings) whatever the session length.
+ * Live telemetry over WS /ws/telemetry: reconnects with exponential backoff (the shared
+ * reconnecting socket), says when the data is stale, and keeps a bounded history
+ * (TelemetryStore's rings) whatever the session length.
  */
-import { useEffect, useState, useSyncExternalStore } from "react";
-import { openSocket } from "../client/api";
+import { useCallback, useEffect, useState, useSyncExternalStore } from "react";
 import type { NodeSample } from "../client/types";
 import { TelemetryStore } from "./telemetryStore";
+import { useReconnectingSocket, type ConnectionState, type ReconnectOptions } from "./useReconnectingSocket";
 
-export type ConnectionState = "connecting" | "open" | "closed";
-
-export interface TelemetryOptions {
+export interface TelemetryOptions extends ReconnectOptions {
   path?: string;
   /** no sample for this long marks the data stale */
   staleAfterMs?: number;
   /** samples kept per device (at 1 Hz, 600 = 10 minutes; the snapshot asks for as much) */
   capacity?: number;
-  baseDelayMs?: number;
-  maxDelayMs?: number;
-  /** for tests: a WebSocket stand-in */
-  WebSocketImpl?: typeof WebSocket;
 }
 
 export interface Telemetry {
@@ -28,30 +23,36 @@ export interface Telemetry {
   stale: boolean;
   /** reconnect attempts since the last successful open */
   attempts: number;
+  /** the server's reason telemetry cannot be read now (its store is down), or null */
+  unavailable: string | null;
 }
 
-/** The backend's TelemetryMessage: a snapshot (history, oldest first) on connect, then samples. */
+/**
+ * The backend's TelemetryMessage: a snapshot (history, oldest first) on connect, then samples;
+ * `unavailable` (with a message) while the server cannot read telemetry, `available` after.
+ */
 interface Message {
-  type: "snapshot" | "sample";
+  type: "snapshot" | "sample" | "unavailable" | "available";
   samples: NodeSample[];
+  message?: string | null;
 }
 
-/** Delay before reconnect attempt `attempt` (0-based): base * 2^attempt, capped, with jitter. */
-export function backoffDelay(attempt: number, baseMs: number, maxMs: number, random = Math.random): number {
-  const ceiling = Math.min(maxMs, baseMs * 2 ** attempt);
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
-}
-
-export function handleMessage(store: TelemetryStore, raw: string): void {
+/** Feeds one message to the store; returns the server's availability when the message says it
+ * (a reason string while unavailable, null once available again), else undefined. */
+export function handleMessage(store: TelemetryStore, raw: string): string | null | undefined {
   let message: Message;
   try {
     message = JSON.parse(raw) as Message;
   } catch {
-    return;
+    return undefined;
   }
-  if (!message || !Array.isArray(message.samples)) return;
+  if (!message) return undefined;
+  if (message.type === "unavailable") return message.message ?? "telemetry unavailable";
+  if (message.type === "available") return null;
+  if (!Array.isArray(message.samples)) return undefined;
   if (message.type === "snapshot") store.loadSnapshot(message.samples);
   else if (message.type === "sample") store.ingest(message.samples);
+  return message.type === "snapshot" ? null : undefined;
 }
 
 export function useTelemetry(options: TelemetryOptions = {}): Telemetry {
@@ -65,50 +66,16 @@ export function useTelemetry(options: TelemetryOptions = {}): Telemetry {
   } = options;
   const [store] = useState(() => new TelemetryStore(capacity));
   const version = useSyncExternalStore(store.subscribe, store.getVersion);
-  const [connection, setConnection] = useState<ConnectionState>("connecting");
-  const [attempts, setAttempts] = useState(0);
   const [stale, setStale] = useState(false);
-
-  useEffect(() => {
-    const Impl = WebSocketImpl ?? WebSocket;
-    let socket: WebSocket | null = null;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let attempt = 0;
-    let disposed = false;
-
-    const connect = () => {
-      setConnection("connecting");
-      socket = openSocket(path, Impl);
-      socket.onopen = () => {
-        attempt = 0;
-        setAttempts(0);
-        setConnection("open");
-      };
-      socket.onmessage = (event: MessageEvent) => {
-        if (typeof event.data === "string") handleMessage(store, event.data);
-      };
-      socket.onclose = () => {
-        socket = null;
-        if (disposed) return;
-        setConnection("closed");
-        const delay = backoffDelay(attempt, baseDelayMs, maxDelayMs);
-        attempt += 1;
-        setAttempts(attempt);
-        timer = setTimeout(connect, delay);
-      };
-      socket.onerror = () => socket?.close();
-    };
-    connect();
-    return () => {
-      disposed = true;
-      clearTimeout(timer);
-      if (socket) {
-        socket.onclose = null;
-        socket.onmessage = null;
-        socket.close();
-      }
-    };
-  }, [store, path, baseDelayMs, maxDelayMs, WebSocketImpl]);
+  const [unavailable, setUnavailable] = useState<string | null>(null);
+  const onMessage = useCallback(
+    (raw: string) => {
+      const availability = handleMessage(store, raw);
+      if (availability !== undefined) setUnavailable(availability);
+    },
+    [store],
+  );
+  const { connection, attempts } = useReconnectingSocket(path, onMessage, { baseDelayMs, maxDelayMs, WebSocketImpl });
 
   useEffect(() => {
     const check = () => {
@@ -120,5 +87,12 @@ export function useTelemetry(options: TelemetryOptions = {}): Telemetry {
     return () => clearInterval(interval);
   }, [store, staleAfterMs]);
 
-  return { store, version, connection, stale: stale || (connection !== "open" && store.lastReceivedAt() !== null), attempts };
+  return {
+    store,
+    version,
+    connection,
+    stale: stale || (connection !== "open" && store.lastReceivedAt() !== null),
+    attempts,
+    unavailable: connection === "open" ? unavailable : null,
+  };
 }

@@ -55,3 +55,8 @@ export function loadLevel(fraction: number): "low" | "mid" | "high" {
   if (fraction >= 0.6) return "mid";
   return "low";
 }
+
+/** A reported metric as a number, or null when it is missing or not numeric. */
+export function numberOrNull(value: unknown): number | null {
+  return typeof value === "number" && Number.isFinite(value) ? value : null;
+}

@@ -1,36 +1,34 @@
 import { describe, expect, it } from "vitest";
-import { defaultValues, toConfig, valuesFromConfig } from "./jobForm";
+import kinds from "../test/kindSchemas.json";
+import { batchSplitError, defaultValues, toConfig, valuesFromConfig } from "./jobForm";
+import { allFields, fieldsFromSchema } from "./schemaForm";
+
+const fields = allFields(fieldsFromSchema(kinds.sae.config_schema, kinds.sae.defaults));
 
 describe("jobForm", () => {
-  it("turns the defaults into a config the API accepts", () => {
-    const config = toConfig(defaultValues());
-    expect(config).toMatchObject({
-      d_in: 64,
-      d_sae: 512,
-      dtype: "float32",
-      dataset: { type: "synthetic", num_features: 512 },
-      ddp: { bucket_cap_mb: 25, gradient_as_bucket_view: true, broadcast_buffers: false },
-    });
-    expect(config.dataset).not.toHaveProperty("path");
-  });
-
   it("sends what the user typed when it is not a number, so the API explains", () => {
-    const values = { ...defaultValues(), d_in: "abc", steps: "" };
-    const config = toConfig(values) as Record<string, unknown>;
+    const values = { ...defaultValues(fields), d_in: "abc", steps: "" };
+    const config = toConfig(values, fields);
     expect(config["d_in"]).toBe("abc");
     expect(config).not.toHaveProperty("steps");
   });
 
-  it("starts from the API's defaults", () => {
-    const values = valuesFromConfig({ d_in: 128, dataset: { type: "synthetic", num_features: 64 }, ddp: { broadcast_buffers: true } });
+  it("reads a config back into the form; fields it lacks keep their default", () => {
+    const values = valuesFromConfig(
+      { d_in: 128, dataset: { type: "synthetic", num_features: 64 }, ddp: { broadcast_buffers: true } },
+      fields,
+    );
     expect(values["d_in"]).toBe("128");
     expect(values["dataset.num_features"]).toBe("64");
     expect(values["ddp.broadcast_buffers"]).toBe(true);
-    expect(values["d_sae"]).toBe("512");
+    expect(values["d_sae"]).toBe("2048");
   });
 
-  it("keeps only the fields of the chosen dataset type", () => {
-    const values = { ...defaultValues(), "dataset.type": "file", "dataset.path": "acts.npy" };
-    expect(toConfig(values).dataset).toEqual({ type: "file", path: "acts.npy" });
+  it("says when the kind's batch field does not split across the devices", () => {
+    expect(batchSplitError({ batch_size: 512 }, "batch_size", 3)).toBe("512 does not split evenly across 3 devices");
+    expect(batchSplitError({ batch_size: 512 }, "batch_size", 4)).toBeNull();
+    expect(batchSplitError({ batch_size: 513 }, "batch_size", 1)).toBeNull();
+    expect(batchSplitError({ batch_size: 513 }, null, 2)).toBeNull();
+    expect(batchSplitError({ batch_size: "abc" }, "batch_size", 2)).toBeNull();
   });
 });

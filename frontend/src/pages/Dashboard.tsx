@@ -4,6 +4,7 @@ import { deviceKey } from "../client/types";
 import { AggregateView } from "../components/AggregateView";
 import { GpuCard } from "../components/GpuCard";
 import { useTelemetryContext } from "../hooks/TelemetryContext";
+import { useNodes } from "../hooks/queries";
 
 type View = "cards" | "aggregate";
 
@@ -23,6 +24,7 @@ export function Dashboard() {
   };
   const devices = store.devices();
   const groups = groupByNode(devices);
+  const nodes = new Map((useNodes().data ?? []).map((n) => [n.name, n]));
   const source = devices[0]?.source;
   return (
     <div className="page">
@@ -52,7 +54,17 @@ export function Dashboard() {
       ) : (
         groups.map(([node, members]) => (
           <section key={node} className="node-group" data-testid="node-group">
-            {groups.length > 1 && <h2 className="node-title">{node}</h2>}
+            {groups.length > 1 && (
+              <h2 className="node-title">
+                {node}
+                {nodes.get(node)?.address && <span className="muted small"> {nodes.get(node)?.address}</span>}
+                {nodes.has(node) && (
+                  <span className={`badge node-health ${nodes.get(node)?.online ? "ok" : "bad"}`} data-testid="node-health">
+                    {nodes.get(node)?.online ? "online" : "offline"}
+                  </span>
+                )}
+              </h2>
+            )}
             <div className="gpu-grid">
               {members.map((gpu) => (
                 <GpuCard key={deviceKey(gpu)} gpu={gpu} series={store.series(deviceKey(gpu))} revision={version} stale={stale} />

@@ -1,12 +1,16 @@
-import { useState } from "react";
-import { Link } from "react-router-dom";
-import { ALL_STATUSES, type Job, type JobStatus } from "../client/types";
+import { useMemo, useState } from "react";
+import { Link, useSearchParams } from "react-router-dom";
+import type { Job } from "../client/types";
+import { JobFilterBar } from "../components/JobFilterBar";
 import { ProgressBar } from "../components/ProgressBar";
 import { StatusBadge } from "../components/StatusBadge";
 import { useJobs } from "../hooks/queries";
-import { formatAge } from "../lib/format";
+import { formatAge, formatDuration } from "../lib/format";
+import { applyFilter, exitReason, filterFromParams, filterToParams, isFiltered } from "../lib/jobFilters";
 
 const PAGE = 25;
+// the newest jobs the list searches (the API's page limit); older ones are in `gpudeck jobs`
+const WINDOW = 500;
 
 function devicesText(job: Job): string {
   if (job.devices.length === 0) return "—";
@@ -14,36 +18,62 @@ function devicesText(job: Job): string {
   return job.devices.map((d) => (nodes.size > 1 ? `${d.node}:${d.index}` : `${d.index}`)).join(", ");
 }
 
+function JobRow({ job }: { job: Job }) {
+  return (
+    <tr data-testid="job-row" data-job-id={job.id}>
+      <td className="job-name">
+        <Link to={`/jobs/${job.id}`}>
+          #{job.id} {job.name ?? job.kind}
+        </Link>
+      </td>
+      <td>
+        <StatusBadge status={job.status} />
+      </td>
+      <td className="mono opt">{devicesText(job)}</td>
+      <td className="wide opt">
+        <ProgressBar value={job.progress.step} total={job.progress.total} />
+      </td>
+      <td title={job.created_at}>{formatAge(job.created_at)}</td>
+      <td className="opt">{formatDuration(job.started_at, job.finished_at)}</td>
+      <td className="opt" title={job.finished_at ?? undefined}>
+        {job.finished_at ? `${formatAge(job.finished_at)} ago` : "—"}
+      </td>
+      <td className="opt exit-reason" title={exitReason(job)}>
+        {exitReason(job)}
+      </td>
+      <td className="opt">{job.owner}</td>
+    </tr>
+  );
+}
+
+/** Every job, Slurm sacct style: searchable, sortable, filtered by owner and time, the filter in the URL. */
 export function Jobs() {
-  const [status, setStatus] = useState<JobStatus | null>(null);
-  const [offset, setOffset] = useState(0);
-  const jobs = useJobs(status, PAGE, offset);
-  const total = jobs.data?.total ?? 0;
+  const [params, setParams] = useSearchParams();
+  const filter = filterFromParams(params);
+  const [page, setPage] = useState(0);
+  const jobs = useJobs(null, WINDOW, 0);
+  const all = useMemo(() => jobs.data?.items ?? [], [jobs.data]);
+  const owners = useMemo(() => [...new Set(all.map((j) => j.owner))].sort(), [all]);
+  const shown = applyFilter(all, filter);
+  const offset = Math.min(page * PAGE, Math.max(0, shown.length - 1));
   return (
     <div className="page">
       <div className="page-head">
         <h1>Jobs</h1>
         <div className="page-tools">
-          <select
-            aria-label="status filter"
-            value={status ?? ""}
-            onChange={(e) => {
-              setStatus((e.target.value || null) as JobStatus | null);
-              setOffset(0);
-            }}
-          >
-            <option value="">all statuses</option>
-            {ALL_STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
           <Link className="button primary" to="/new">
             New job
           </Link>
         </div>
       </div>
+      <JobFilterBar
+        filter={filter}
+        owners={owners}
+        onChange={(next) => {
+          setParams(filterToParams(next), { replace: true });
+          setPage(0);
+        }}
+      />
       {jobs.error && <div className="banner error">{jobs.error.message}</div>}
       <div className="card table-card">
         <table className="jobs-table" data-testid="jobs-table">
@@ -51,50 +81,49 @@ export function Jobs() {
             <tr>
               <th>job</th>
               <th>status</th>
-              <th>GPUs</th>
-              <th className="wide">progress</th>
+              <th className="opt">GPUs</th>
+              <th className="wide opt">progress</th>
               <th>age</th>
-              <th>owner</th>
+              <th className="opt">elapsed</th>
+              <th className="opt">ended</th>
+              <th className="opt">exit</th>
+              <th className="opt">owner</th>
             </tr>
           </thead>
           <tbody>
-            {jobs.data?.items.map((job) => (
-              <tr key={job.id} data-testid="job-row" data-job-id={job.id}>
-                <td>
-                  <Link to={`/jobs/${job.id}`}>
-                    #{job.id} {job.name ?? job.kind}
-                  </Link>
-                </td>
-                <td>
-                  <StatusBadge status={job.status} />
-                </td>
-                <td className="mono">{devicesText(job)}</td>
-                <td className="wide">
-                  <ProgressBar value={job.progress.step} total={job.progress.total} />
-                </td>
-                <td title={job.created_at}>{formatAge(job.created_at)}</td>
-                <td>{job.owner}</td>
-              </tr>
+            {shown.slice(offset, offset + PAGE).map((job) => (
+              <JobRow key={job.id} job={job} />
             ))}
-            {jobs.data && jobs.data.items.length === 0 && (
+            {jobs.data && shown.length === 0 && (
               <tr>
-                <td colSpan={6} className="empty">
-                  No jobs yet. <Link to="/new">Start one.</Link>
+                <td colSpan={9} className="empty" data-testid="jobs-empty">
+                  {isFiltered(filter) ? (
+                    <>
+                      No jobs match.{" "}
+                      <button type="button" className="link-button" onClick={() => setParams({}, { replace: true })}>
+                        Clear the filter.
+                      </button>
+                    </>
+                  ) : (
+                    <>
+                      No jobs yet. <Link to="/new">Start one.</Link>
+                    </>
+                  )}
                 </td>
               </tr>
             )}
           </tbody>
         </table>
       </div>
-      {total > PAGE && (
+      {shown.length > PAGE && (
         <div className="pager">
-          <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
+          <button type="button" disabled={offset === 0} onClick={() => setPage(page - 1)}>
             previous
           </button>
           <span className="muted">
-            {offset + 1}–{Math.min(total, offset + PAGE)} of {total}
+            {offset + 1}–{Math.min(shown.length, offset + PAGE)} of {shown.length}
           </span>
-          <button type="button" disabled={offset + PAGE >= total} onClick={() => setOffset(offset + PAGE)}>
+          <button type="button" disabled={offset + PAGE >= shown.length} onClick={() => setPage(page + 1)}>
             next
           </button>
         </div>

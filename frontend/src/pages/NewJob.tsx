@@ -1,119 +1,99 @@
-import { useMemo, useState, type FormEvent } from "react";
-import { Link, useNavigate } from "react-router-dom";
-import { ApiError, fieldErrors, gpuBusy } from "../client/api";
-import { deviceKey, type GpuBusyDetail, type JobKind, type RecommendStrategy } from "../client/types";
-import { GpuSelector } from "../components/GpuSelector";
+import { useEffect, useMemo, useState, type FormEvent } from "react";
+import { useSearchParams } from "react-router-dom";
+import { deviceKey, type RecommendStrategy } from "../client/types";
 import { JobForm } from "../components/JobForm";
-import { MemoryBreakdown } from "../components/MemoryBreakdown";
-import { useQueryClient } from "@tanstack/react-query";
-import { keys, useCreateJob, useEstimate, useRecommendation, useSaeDefaults } from "../hooks/queries";
+import { ESTIMATE_DEVICE_TYPE } from "../components/MemoryFigures";
+import { Conflict } from "../components/newJob/Conflict";
+import { DevicePicker } from "../components/newJob/DevicePicker";
+import { EstimatePanel } from "../components/newJob/EstimatePanel";
+import { JobIdentity } from "../components/newJob/JobIdentity";
+import { Scheduling } from "../components/newJob/Scheduling";
+import { useFollowUp, useJobById, useKind, useKinds } from "../hooks/queries";
+import { useJobFormValues } from "../hooks/useJobFormValues";
+import { useJobSubmission } from "../hooks/useJobSubmission";
+import { usePlacement } from "../hooks/usePlacement";
+import { useScheduling } from "../hooks/useScheduling";
 import { useTelemetryContext } from "../hooks/TelemetryContext";
-import { useDebounced } from "../hooks/useDebounced";
-import { defaultValues, toConfig, valuesFromConfig, type FormValues } from "../lib/jobForm";
+import { batchSplitError } from "../lib/jobForm";
+import { isSchedulingError, schedulingErrors } from "../lib/scheduling";
+import { startBlocker } from "../lib/startBlocker";
 
-const KINDS: JobKind[] = ["sae"];
+const DEFAULT_KIND = "sae";
 
-function Conflict({ detail }: { detail: GpuBusyDetail }) {
-  return (
-    <div className="banner error" role="alert" data-testid="conflict">
-      <strong>Those GPUs were taken first.</strong> {detail.message}
-      <ul>
-        {detail.busy.map((b) => (
-          <li key={deviceKey(b)}>
-            GPU {b.index}
-            {b.held_by_job_id !== null ? (
-              <>
-                {" "}is held by <Link to={`/jobs/${b.held_by_job_id}`}>job #{b.held_by_job_id}</Link>
-              </>
-            ) : (
-              " is in use"
-            )}
-          </li>
-        ))}
-      </ul>
-      Pick other devices or take the new recommendation.
-    </div>
-  );
-}
-
+/**
+ * The new-job page: the kind (kept in the URL, /new?kind=linreg), its fields read from its
+ * schema, the memory estimate (for kinds that make one), the devices, and submit.
+ */
 export function NewJob() {
-  const navigate = useNavigate();
-  const telemetry = useTelemetryContext();
-  const queryClient = useQueryClient();
-  const [kind, setKind] = useState<JobKind>("sae");
+  const devices = useTelemetryContext().store.devices();
+  const [params, setParams] = useSearchParams();
+  const kind = params.get("kind") || DEFAULT_KIND;
+  const kinds = useKinds();
+  const kindInfo = useKind(kind);
   const [name, setName] = useState("");
-  const [values, setValues] = useState<FormValues>(() => defaultValues());
-  const [touched, setTouched] = useState(false);
-  const defaults = useSaeDefaults();
-  // until the user types, the form follows the API's defaults (one source of truth)
-  const [adopted, setAdopted] = useState<unknown>(null);
-  if (defaults.data && defaults.data !== adopted && !touched) {
-    setAdopted(defaults.data);
-    setValues(valuesFromConfig(defaults.data));
-  }
+  // "run again with these settings": /new?kind=sae&from=12 starts from job 12's config
+  const fromId = Number(params.get("from")) || null;
+  const source = useJobById(fromId);
+  // "train an SAE on this output": /new?kind=sae&after=12 starts from job 12's follow-up
+  const afterId = Number(params.get("after")) || null;
+  const followUp = useFollowUp(afterId);
+  const followConfig = followUp.data?.kind === kind ? followUp.data.config : undefined;
+  const sourceConfig = source.data?.kind === kind ? source.data.config : followConfig;
+  const waiting = (fromId !== null && source.isPending) || (afterId !== null && followUp.isPending);
+  const form = useJobFormValues(waiting ? undefined : kindInfo.data, sourceConfig);
+  const estimatesMemory = kindInfo.data?.estimates_memory ?? false;
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [count, setCount] = useState(1);
   const [strategy, setStrategy] = useState<RecommendStrategy>("packed");
-  const [submitErrors, setSubmitErrors] = useState<Record<string, string>>({});
-  const [conflict, setConflict] = useState<GpuBusyDetail | null>(null);
-  const [refreshKey, setRefreshKey] = useState(0);
-  const create = useCreateJob();
-
-  const config = useMemo(() => toConfig(values), [values]);
-  const settledConfig = useDebounced(config, 350);
+  const submission = useJobSubmission();
+  const scheduling = useScheduling();
+  const dependsOn = followUp.data?.depends_on.join(", ") ?? "";
+  const { setField: setSchedulingField } = scheduling;
+  useEffect(() => {
+    // a follow-up of a job still running waits for it: prefilled once it is known
+    if (dependsOn) setSchedulingField("scheduling.depends_on", dependsOn);
+  }, [dependsOn]); // eslint-disable-line react-hooks/exhaustive-deps
+  const { conflict } = submission;
   const worldSize = selected.size > 0 ? selected.size : count;
-  const devices = telemetry.store.devices();
-  // simulated devices run their ranks on CPU, so their jobs are estimated for CPU
-  const deviceType = devices.length > 0 && devices.every((d) => d.source === "simulated") ? "cpu" : "cuda";
-  const estimate = useEstimate(kind, settledConfig, worldSize, deviceType, true);
-  const estimateErrors = estimate.error instanceof ApiError && estimate.error.status === 422 ? fieldErrors(estimate.error.body) : {};
-  const bytesPerDevice = estimate.data && !estimate.error ? estimate.data.bytes_per_device : null;
-  const recommendation = useRecommendation(bytesPerDevice, count, strategy, refreshKey);
+  const placement = usePlacement({
+    kind,
+    config: form.config,
+    ready: form.ready,
+    estimatesMemory,
+    worldSize,
+    deviceType: ESTIMATE_DEVICE_TYPE,
+    count,
+    strategy,
+    refreshKey: submission.refreshKey,
+  });
 
   const taken = useMemo(() => new Map(conflict?.busy.map((b) => [deviceKey(b), b.held_by_job_id]) ?? []), [conflict]);
-  const errors = { ...estimateErrors, ...submitErrors };
-  const selectedFree = devices
-    .filter((d) => selected.has(deviceKey(d)))
-    .map((d) => d.memory_free_bytes)
-    .filter((free): free is number => typeof free === "number");
-  const recommended = recommendation.data?.devices ?? [];
+  const batchField = kindInfo.data?.batch_size_field;
+  const splitError = batchSplitError(form.config, batchField, worldSize);
+  const errors = { ...placement.estimateErrors, ...(splitError ? { [`config.${batchField}`]: splitError } : {}), ...submission.errors };
+  const selectedDevices = devices.filter((d) => selected.has(deviceKey(d)));
+  const canWait = scheduling.body.queue !== false;
+  const blocker = startBlocker({ selected: selectedDevices, taken, canWait, count, ...placement });
+  const selectedFree = selectedDevices.map((d) => d.memory_free_bytes).filter((free): free is number => typeof free === "number");
 
   const onField = (path: string, value: string | boolean) => {
-    setTouched(true);
-    setValues((v) => ({ ...v, [path]: value }));
-    setSubmitErrors((e) => {
-      return Object.fromEntries(Object.entries(e).filter(([key]) => key !== `config.${path}`));
-    });
+    form.setField(path, value);
+    submission.clearError(`config.${path}`);
   };
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    setConflict(null);
-    setSubmitErrors({});
-    const devicesBody = devices.filter((d) => selected.has(deviceKey(d))).map((d) => ({ node: d.node, uuid: d.uuid }));
-    const body = {
+    if (blocker || !scheduling.valid) return; // the scheduling message is beside its field
+    const devicesBody = selectedDevices.map((d) => ({ node: d.node, uuid: d.uuid }));
+    submission.submit({
       kind,
-      config,
+      config: form.config,
       ...(devicesBody.length > 0 ? { devices: devicesBody } : { count }),
       ...(name.trim() ? { name: name.trim() } : {}),
-    };
-    create.mutate(body, {
-      onSuccess: (job) => navigate(`/jobs/${job.id}`),
-      onError: (error) => {
-        if (!(error instanceof ApiError)) return;
-        const busy = error.status === 409 ? gpuBusy(error.body) : null;
-        if (busy) {
-          setConflict(busy);
-          setRefreshKey((k) => k + 1);
-          void queryClient.invalidateQueries({ queryKey: keys.gpus });
-        } else if (error.status === 422) setSubmitErrors(fieldErrors(error.body));
-      },
+      ...scheduling.body,
     });
   };
-
-  const handled = create.error instanceof ApiError && (create.error.status === 422 || gpuBusy(create.error.body) !== null);
-  const otherError = create.error && !handled ? create.error.message : null;
-  const topErrors = Object.entries(errors).filter(([k]) => !k.startsWith("config") && k !== "name");
+  const topErrors = Object.entries(errors).filter(([k]) => !k.startsWith("config") && k !== "name" && !isSchedulingError(k));
 
   return (
     <form className="page new-job" onSubmit={submit} noValidate>
@@ -122,78 +102,77 @@ export function NewJob() {
       </div>
       <div className="new-job-grid">
         <div className="card">
-          <div className="field-grid">
-            <div className="field">
-              <label htmlFor="f-kind">kind</label>
-              <select id="f-kind" value={kind} onChange={(e) => setKind(e.target.value as JobKind)}>
-                {KINDS.map((k) => (
-                  <option key={k}>{k}</option>
-                ))}
-              </select>
-              <span className="field-hint muted">sparse autoencoder (SAELens layout)</span>
-            </div>
-            <div className="field">
-              <label htmlFor="f-name">name</label>
-              <input id="f-name" value={name} placeholder="optional" onChange={(e) => setName(e.target.value)} />
-              {errors["name"] && <span className="field-error">{errors["name"]}</span>}
-            </div>
-          </div>
-          <JobForm values={values} onChange={onField} errors={errors} />
+          <JobIdentity
+            kind={kind}
+            kinds={kinds.data}
+            onKind={(next) => setParams(next === DEFAULT_KIND ? {} : { kind: next }, { replace: true })}
+            name={name}
+            onName={setName}
+            nameError={errors["name"]}
+          />
+          {followUp.data && (
+            <p className="banner" data-testid="follow-up-note">
+              {followUp.data.label}: job #{afterId}
+              {followUp.data.depends_on.length > 0 ? " (this job waits for it to succeed)" : ""}. {followUp.data.note}
+            </p>
+          )}
+          {kindInfo.error ? (
+            <p className="banner error" data-testid="kind-error">
+              No form for kind {kind}: {kindInfo.error.message}
+            </p>
+          ) : form.ready ? (
+            <JobForm groups={form.groups} values={form.values} onChange={onField} errors={errors} />
+          ) : (
+            <p className="muted">loading the {kind} form…</p>
+          )}
         </div>
         <div className="side">
-          <section className="card">
-            <h2>Memory per device</h2>
-            {estimate.data && !estimate.error ? (
-              <MemoryBreakdown estimate={estimate.data} freeBytes={selectedFree.length > 0 ? Math.min(...selectedFree) : null} />
-            ) : estimate.error ? (
-              <p className="field-error" data-testid="estimate-error">
-                No estimate: {Object.keys(estimateErrors).length > 0 ? "fix the fields marked in the form." : estimate.error.message}
-              </p>
-            ) : (
-              <p className="muted">estimating…</p>
-            )}
-          </section>
-          <section className="card">
-            <div className="section-head">
-              <h2>GPUs</h2>
-              <span className="muted small">{selected.size > 0 ? `${selected.size} selected` : `scheduler picks ${count}`}</span>
-            </div>
-            <div className="recommend">
-              <label>
-                count{" "}
-                <input type="number" min={1} max={64} value={count} onChange={(e) => setCount(Math.max(1, Number(e.target.value) || 1))} className="narrow" aria-label="device count" />
-              </label>
-              <select aria-label="strategy" value={strategy} onChange={(e) => setStrategy(e.target.value as RecommendStrategy)}>
-                <option value="packed">packed</option>
-                <option value="spread">spread</option>
-                <option value="memory">most free memory</option>
-              </select>
-              <button
-                type="button"
-                className="button"
-                data-testid="use-recommended"
-                disabled={recommended.length === 0}
-                onClick={() => {
-                  setSelected(new Set(recommended.map(deviceKey)));
-                  setConflict(null);
-                }}
-              >
-                {recommended.length > 0 ? `Use recommended: GPU ${recommended.map((d) => d.index).join(", ")}` : recommendation.isFetching ? "recommending…" : "no recommendation"}
-              </button>
-            </div>
-            {recommendation.error && <p className="field-error">No recommendation: {recommendation.error.message}</p>}
-            {recommendation.data && !recommendation.data.enough && <p className="field-error">{recommendation.data.message}</p>}
-            <GpuSelector devices={devices} selected={selected} onChange={setSelected} bytesPerDevice={bytesPerDevice} excluded={recommendation.data?.excluded} taken={taken} />
-          </section>
+          {estimatesMemory && (
+            <EstimatePanel
+              estimate={placement.estimate}
+              error={placement.estimateError}
+              fieldsInvalid={Object.keys(placement.estimateErrors).length > 0}
+              freeBytes={selectedFree.length > 0 ? Math.min(...selectedFree) : null}
+            />
+          )}
+          <DevicePicker
+            devices={devices}
+            selected={selected}
+            onSelect={setSelected}
+            onUseRecommended={(next) => {
+              setSelected(next);
+              submission.clearConflict();
+            }}
+            count={count}
+            onCount={setCount}
+            strategy={strategy}
+            onStrategy={setStrategy}
+            recommendation={placement.recommendation}
+            recommendationError={placement.recommendationError}
+            recommendationUnavailable={placement.recommendationUnavailable}
+            bytesPerDevice={placement.bytesPerDevice}
+            taken={taken}
+            canWait={canWait}
+          />
+          <Scheduling
+            values={scheduling.values}
+            onChange={scheduling.setField}
+            errors={{ ...schedulingErrors(submission.errors), ...scheduling.errors }}
+          />
           {conflict && <Conflict detail={conflict} />}
           {topErrors.map(([k, msg]) => (
             <p key={k} className="field-error" role="alert">
               {k}: {msg}
             </p>
           ))}
-          {otherError && <p className="banner error">{otherError}</p>}
-          <button type="submit" className="button primary wide" disabled={create.isPending} data-testid="submit">
-            {create.isPending ? "Submitting…" : "Start job"}
+          {submission.otherError && <p className="banner error">{submission.otherError}</p>}
+          {blocker && blocker !== placement.recommendation?.message && (
+            <p className="muted small" data-testid="start-blocked">
+              {blocker}
+            </p>
+          )}
+          <button type="submit" className="button primary wide" disabled={submission.pending || blocker !== null} data-testid="submit">
+            {submission.pending ? "Submitting…" : "Start job"}
           </button>
         </div>
       </div>

@@ -1,8 +1,10 @@
-import { act, screen, waitFor, within } from "@testing-library/react";
+import { act, fireEvent, screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
+import { useLocation } from "react-router-dom";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FakeWebSocket } from "../test/fakeWebSocket";
-import { makeGpu, makeJob, makeSample } from "../test/fixtures";
+import { makeGpu, makeJob, makeSaeKind, makeSample } from "../test/fixtures";
+import kinds from "../test/kindSchemas.json";
 import { json, renderPage, stubApi } from "../test/render";
 import { Dashboard } from "./Dashboard";
 import { JobDetail } from "./JobDetail";
@@ -33,7 +35,12 @@ describe("Dashboard", () => {
       socket.receive({ type: "snapshot", samples: [makeSample(0, [makeGpu({ index: 0, uuid: "A" }), makeGpu({ index: 1, uuid: "B" })])] });
     });
     expect(screen.getAllByTestId("gpu-card")).toHaveLength(2);
-    act(() => socket.receive({ type: "sample", samples: [makeSample(1, [makeGpu({ index: 0, uuid: "A", utilization_gpu_pct: 88 }), makeGpu({ index: 1, uuid: "B" })])] }));
+    act(() =>
+      socket.receive({
+        type: "sample",
+        samples: [makeSample(1, [makeGpu({ index: 0, uuid: "A", utilization_gpu_pct: 88 }), makeGpu({ index: 1, uuid: "B" })])],
+      }),
+    );
     expect(within(screen.getAllByTestId("gpu-card")[0]!).getByTestId("util")).toHaveTextContent("88%");
     await userEvent.click(screen.getByRole("button", { name: "aggregated" }));
     expect(screen.getByTestId("aggregate")).toHaveTextContent("2 devices");
@@ -52,6 +59,30 @@ describe("Dashboard", () => {
     expect(groups).toHaveLength(2);
     expect(groups[1]).toHaveTextContent("node-b");
   });
+
+  it("shows each node's address and health", async () => {
+    const node = (name: string, address: string, online: boolean) => ({
+      name,
+      address,
+      online,
+      source: "simulated",
+      device_count: 1,
+      registered_at: "2026-11-23T20:00:00Z",
+      last_seen_at: "2026-11-23T20:00:00Z",
+    });
+    const nodes = [node("node-a", "10.0.0.2", true), node("node-b", "10.0.0.3", false)];
+    vi.stubGlobal("fetch", stubApi({ "GET /api/gpus": () => json([]), "GET /api/nodes": () => json(nodes) }).fetchMock);
+    renderPage(<Dashboard />);
+    const socket = telemetrySocket();
+    act(() => {
+      socket.open();
+      socket.receive({ type: "sample", samples: [makeSample(0, [makeGpu({ uuid: "A" })], "node-a")] });
+      socket.receive({ type: "sample", samples: [makeSample(0, [makeGpu({ node: "node-b", uuid: "B" })], "node-b")] });
+    });
+    const health = await screen.findAllByTestId("node-health");
+    expect(health.map((h) => h.textContent)).toEqual(["online", "offline"]);
+    expect(screen.getAllByTestId("node-group")[1]).toHaveTextContent("10.0.0.3");
+  });
 });
 
 describe("Jobs", () => {
@@ -65,7 +96,33 @@ describe("Jobs", () => {
     expect(row).toHaveTextContent("0, 1");
     expect(within(row).getByRole("progressbar")).toHaveTextContent("25 / 100");
   });
+
+  it("filters by search and owner, keeps the filter in the URL, and says when nothing matches", async () => {
+    const items = [makeJob({ id: 1, name: "sweep-a", owner: "ana" }), makeJob({ id: 2, name: "probe", owner: "bo", status: "succeeded" })];
+    const { fetchMock } = stubApi({ "GET /api/jobs": () => json({ items, total: 2, limit: 500, offset: 0 }) });
+    vi.stubGlobal("fetch", fetchMock);
+    renderPage(
+      <>
+        <Jobs />
+        <LocationProbe />
+      </>,
+      { path: "/jobs", route: "/jobs?owner=bo" },
+    );
+    await waitFor(() => expect(screen.getAllByTestId("job-row").map((r) => r.dataset["jobId"])).toEqual(["2"]));
+    expect(screen.getByTestId("job-row")).toHaveTextContent("completed");
+    await userEvent.type(screen.getByLabelText("search jobs"), "sweep");
+    expect(screen.getByTestId("location")).toHaveTextContent("/jobs?q=sweep&owner=bo");
+    expect(screen.getByTestId("jobs-empty")).toHaveTextContent("No jobs match.");
+    await userEvent.selectOptions(screen.getByLabelText("owner filter"), "");
+    expect(screen.getAllByTestId("job-row").map((r) => r.dataset["jobId"])).toEqual(["1"]);
+  });
 });
+
+/** Where the router is: the new-job page keeps its kind in the URL. */
+function LocationProbe() {
+  const location = useLocation();
+  return <span data-testid="location">{location.pathname + location.search}</span>;
+}
 
 describe("NewJob", () => {
   const devices = [makeGpu({ index: 0, uuid: "G0" }), makeGpu({ index: 1, uuid: "G1" })];
@@ -80,7 +137,7 @@ describe("NewJob", () => {
     world_size: 1,
     per_rank_batch: 4096,
     dtype: "float32",
-    device_type: "cpu",
+    device_type: "cuda",
   };
   const recommendation = {
     devices: [{ node: "node-a", uuid: "G1", index: 1, name: "Simulated H100", memory_total_bytes: 80 * GIB, memory_free_bytes: 72 * GIB }],
@@ -91,6 +148,8 @@ describe("NewJob", () => {
 
   function setup(createResponse: () => Response) {
     const api = stubApi({
+      "GET /api/kinds": () => json([makeSaeKind()]),
+      "GET /api/kinds/sae": () => json(makeSaeKind()),
       "POST /api/estimate": () => json(estimate),
       "POST /api/gpus/recommend": () => json(recommendation),
       "GET /api/gpus": () => json([]),
@@ -108,19 +167,198 @@ describe("NewJob", () => {
   it("shows the estimate, takes the recommendation and submits those devices", async () => {
     const api = setup(() => json(makeJob({ id: 42 }), 201));
     expect(await screen.findByTestId("estimate-bytes")).toHaveTextContent("2.0 GiB");
+    // the CUDA figure the job page and the board show, even on simulated devices
+    expect(screen.getByTestId("estimate")).toHaveTextContent("per device (CUDA, incl. framework reserve)");
+    expect(
+      api.requests.filter((r) => r.path === "/api/estimate").every((r) => (r.body as { device_type: string }).device_type === "cuda"),
+    ).toBe(true);
     const use = await screen.findByRole("button", { name: "Use recommended: GPU 1" });
     await userEvent.click(use);
     expect(within(screen.getAllByTestId("gpu-option")[1]!).getByRole("checkbox")).toBeChecked();
     await userEvent.click(screen.getByTestId("submit"));
     await screen.findByTestId("elsewhere");
     const create = api.requests.find((r) => r.method === "POST" && r.path === "/api/jobs");
-    expect(create?.body).toMatchObject({ kind: "sae", devices: [{ node: "node-a", uuid: "G1" }], config: { d_in: 64 } });
+    // "queue if busy" is ticked by default: the job waits if the devices are taken meanwhile
+    expect(create?.body).toMatchObject({ kind: "sae", devices: [{ node: "node-a", uuid: "G1" }], config: { d_in: 64 }, queue: true });
+  });
+
+  it("submits exactly the ticked devices: the count follows them and cannot be edited", async () => {
+    const api = setup(() => json(makeJob({ id: 42 }), 201));
+    const countField = await screen.findByLabelText("device count");
+    fireEvent.change(countField, { target: { value: "9" } });
+    await userEvent.click(within(screen.getAllByTestId("gpu-option")[0]!).getByRole("checkbox"));
+    expect(countField).toHaveValue(1);
+    expect(countField).toBeDisabled();
+    await waitFor(() => expect(screen.getByTestId("submit")).toBeEnabled());
+    await userEvent.click(screen.getByTestId("submit"));
+    await screen.findByTestId("elsewhere");
+    const create = api.requests.find((r) => r.method === "POST" && r.path === "/api/jobs");
+    expect(create?.body).toMatchObject({ devices: [{ node: "node-a", uuid: "G0" }] });
+    expect(create?.body).not.toHaveProperty("count");
+  });
+
+  it("keeps Start disabled, with the API's reason, when no devices can take the job", async () => {
+    const api = stubApi({
+      "GET /api/kinds/sae": () => json(makeSaeKind()),
+      "POST /api/estimate": () => json(estimate),
+      "POST /api/gpus/recommend": () => json({ ...recommendation, devices: [], enough: false, message: "does not fit any device" }),
+      "GET /api/gpus": () => json([]),
+    });
+    vi.stubGlobal("fetch", api.fetchMock);
+    renderPage(<NewJob />, { path: "/new", route: "/new" });
+    act(() => {
+      telemetrySocket().open();
+      telemetrySocket().receive({ type: "sample", samples: [makeSample(0, devices)] });
+    });
+    expect(await screen.findByText("does not fit any device")).toBeInTheDocument();
+    expect(screen.getByTestId("submit")).toBeDisabled();
+    await userEvent.click(screen.getByTestId("submit"));
+    expect(api.requests.some((r) => r.method === "POST" && r.path === "/api/jobs")).toBe(false);
+  });
+
+  it("offers no recommendation made for another device count while the new one is on its way", async () => {
+    let answerTwo: (r: Response) => void = () => {};
+    const two = {
+      ...recommendation,
+      devices: [recommendation.devices[0]!, { ...recommendation.devices[0]!, uuid: "G0", index: 0 }],
+      message: "GPUs 1, 0 fit",
+    };
+    const api = stubApi({
+      "GET /api/kinds/sae": () => json(makeSaeKind()),
+      "POST /api/estimate": () => json(estimate),
+      "POST /api/gpus/recommend": async (request) => {
+        const body = (await request.json()) as { count: number };
+        if (body.count === 1) return json(recommendation);
+        return new Promise<Response>((resolve) => (answerTwo = resolve));
+      },
+      "GET /api/gpus": () => json([]),
+    });
+    vi.stubGlobal("fetch", api.fetchMock);
+    renderPage(<NewJob />, { path: "/new", route: "/new" });
+    act(() => {
+      telemetrySocket().open();
+      telemetrySocket().receive({ type: "sample", samples: [makeSample(0, devices)] });
+    });
+    await screen.findByRole("button", { name: "Use recommended: GPU 1" });
+    fireEvent.change(screen.getByLabelText("device count"), { target: { value: "2" } });
+    await waitFor(() =>
+      expect(api.requests.some((r) => r.path === "/api/gpus/recommend" && (r.body as { count: number }).count === 2)).toBe(true),
+    );
+    // the count-1 answer must not be offered (one click would select one device, not two)
+    expect(screen.getByTestId("use-recommended")).toBeDisabled();
+    expect(screen.getByTestId("use-recommended")).toHaveTextContent("recommending…");
+    answerTwo(json(two));
+    await userEvent.click(await screen.findByRole("button", { name: "Use recommended: GPU 1, 0" }));
+    expect(
+      screen
+        .getAllByTestId("gpu-option")
+        .map((o) => within(o).getByRole("checkbox"))
+        .filter((c) => (c as HTMLInputElement).checked),
+    ).toHaveLength(2);
+  });
+
+  it("opens the fields only once the kind's schema and defaults are in, so they never overwrite what the user types", async () => {
+    let answerKind: (r: Response) => void = () => {};
+    const api = stubApi({
+      "GET /api/kinds/sae": () => new Promise<Response>((resolve) => (answerKind = resolve)),
+      "POST /api/estimate": () => json(estimate),
+      "POST /api/gpus/recommend": () => json(recommendation),
+      "GET /api/gpus": () => json([]),
+    });
+    vi.stubGlobal("fetch", api.fetchMock);
+    renderPage(<NewJob />, { path: "/new", route: "/new" });
+    await waitFor(() => expect(api.requests.some((r) => r.path === "/api/kinds/sae")).toBe(true));
+    expect(screen.queryByLabelText("steps", { exact: true })).toBeNull();
+    expect(api.requests.some((r) => r.path === "/api/estimate")).toBe(false);
+    answerKind(json({ ...makeSaeKind(), defaults: { ...makeSaeKind().defaults, steps: 1234 } }));
+    const steps = await screen.findByLabelText("steps", { exact: true });
+    expect(steps).toHaveValue("1234");
+    await userEvent.clear(steps);
+    await userEvent.type(steps, "400");
+    expect(steps).toHaveValue("400");
+    await waitFor(() => expect(api.requests.some((r) => r.path === "/api/estimate")).toBe(true));
+    expect(steps).toHaveValue("400");
+  });
+
+  it("offers the registered kinds, keeps the choice in the URL, and draws the chosen kind's form", async () => {
+    const linreg = {
+      ...makeSaeKind(),
+      name: "linreg",
+      description: "least squares",
+      config_schema: kinds.linreg.config_schema,
+      defaults: kinds.linreg.defaults,
+      estimates_memory: false,
+    };
+    const api = stubApi({
+      "GET /api/kinds": () => json([makeSaeKind(), linreg]),
+      "GET /api/kinds/sae": () => json(makeSaeKind()),
+      "GET /api/kinds/linreg": () => json(linreg),
+      "POST /api/estimate": () => json(estimate),
+      "POST /api/gpus/recommend": () => json(recommendation),
+      "GET /api/gpus": () => json([]),
+      "POST /api/jobs": () => json(makeJob({ id: 43, kind: "linreg" }), 201),
+    });
+    vi.stubGlobal("fetch", api.fetchMock);
+    renderPage(<NewJob />, { path: "/new", route: "/new?kind=linreg" });
+    expect(await screen.findByLabelText("checkpoint_at_end")).toBeChecked();
+    expect(screen.getByLabelText("kind")).toHaveValue("linreg");
+    expect(screen.queryByLabelText("d_sae")).toBeNull();
+    // the kind's batch field must split across the devices: said before submitting
+    const batch = screen.getByLabelText("batch_size");
+    fireEvent.change(screen.getByLabelText("device count"), { target: { value: "3" } });
+    await userEvent.clear(batch);
+    await userEvent.type(batch, "256");
+    expect(await screen.findByTestId("error-batch_size")).toHaveTextContent("256 does not split evenly across 3 devices");
+    fireEvent.change(screen.getByLabelText("device count"), { target: { value: "1" } });
+    expect(screen.queryByTestId("error-batch_size")).toBeNull();
+    // linreg (here) makes no estimate: none is asked for or shown, devices are recommended by count
+    expect(screen.queryByText("Memory per device")).toBeNull();
+    await userEvent.click(await screen.findByRole("button", { name: "Use recommended: GPU 1" }));
+    expect(api.requests.some((r) => r.path === "/api/estimate")).toBe(false);
+    await userEvent.click(screen.getByTestId("submit"));
+    await screen.findByTestId("elsewhere");
+    const create = api.requests.find((r) => r.method === "POST" && r.path === "/api/jobs");
+    expect(create?.body).toMatchObject({ kind: "linreg", config: { ...kinds.linreg.defaults, batch_size: 256 } });
+  });
+
+  it("switches to another kind's form, at that kind's defaults", async () => {
+    const linreg = { ...makeSaeKind(), name: "linreg", config_schema: kinds.linreg.config_schema, defaults: kinds.linreg.defaults };
+    const api = stubApi({
+      "GET /api/kinds": () => json([makeSaeKind(), linreg]),
+      "GET /api/kinds/sae": () => json(makeSaeKind()),
+      "GET /api/kinds/linreg": () => json(linreg),
+      "POST /api/estimate": () => json(estimate),
+      "POST /api/gpus/recommend": () => json(recommendation),
+      "GET /api/gpus": () => json([]),
+    });
+    vi.stubGlobal("fetch", api.fetchMock);
+    renderPage(
+      <>
+        <NewJob />
+        <LocationProbe />
+      </>,
+      { path: "/new", route: "/new" },
+    );
+    expect(await screen.findByLabelText("d_sae")).toHaveValue("2048");
+    await screen.findByRole("option", { name: "linreg" });
+    await userEvent.selectOptions(screen.getByLabelText("kind"), "linreg");
+    expect(screen.getByTestId("location")).toHaveTextContent("/new?kind=linreg");
+    expect(await screen.findByLabelText("checkpoint_at_end")).toBeChecked();
+    expect(screen.getByLabelText("steps", { exact: true })).toHaveValue("200");
+    expect(screen.queryByLabelText("d_sae")).toBeNull();
   });
 
   it("shows who got the devices first on a 409", async () => {
     setup(() =>
       json(
-        { detail: { code: "gpu_busy", field: "devices", message: "devices busy: node-a/1 (job 5)", busy: [{ node: "node-a", uuid: "G1", index: 1, held_by_job_id: 5, reason: "held_by_job" }] } },
+        {
+          detail: {
+            code: "gpu_busy",
+            field: "devices",
+            message: "devices busy: node-a/1 (job 5)",
+            busy: [{ node: "node-a", uuid: "G1", index: 1, held_by_job_id: 5, reason: "held_by_job" }],
+          },
+        },
         409,
       ),
     );
@@ -133,8 +371,15 @@ describe("NewJob", () => {
   });
 
   it("puts a 422's messages beside the fields", async () => {
-    setup(() => json({ detail: [{ loc: ["body", "config", "d_sae"], msg: "Input should be less than or equal to 4194304", type: "less_than_equal" }] }, 422));
-    await userEvent.click(await screen.findByTestId("submit"));
+    setup(() =>
+      json(
+        { detail: [{ loc: ["body", "config", "d_sae"], msg: "Input should be less than or equal to 4194304", type: "less_than_equal" }] },
+        422,
+      ),
+    );
+    // Start opens once the recommendation is in
+    await waitFor(() => expect(screen.getByTestId("submit")).toBeEnabled());
+    await userEvent.click(screen.getByTestId("submit"));
     expect(await screen.findByTestId("error-d_sae")).toHaveTextContent("less than or equal to 4194304");
   });
 });
@@ -143,7 +388,9 @@ describe("JobDetail", () => {
   it("follows the job over its WebSocket", async () => {
     const { fetchMock } = stubApi({
       "GET /api/jobs/7": () => json(makeJob()),
-      "GET /api/jobs/7/metrics": () => json({ items: [{ step: 10, metrics: { overall_loss: 1.5, l0: 20 }, created_at: new Date().toISOString() }], last_step: 10 }),
+      "GET /api/kinds/sae": () => json(makeSaeKind()),
+      "GET /api/jobs/7/metrics": () =>
+        json({ items: [{ step: 10, metrics: { overall_loss: 1.5, l0: 20 }, created_at: new Date().toISOString() }], last_step: 10 }),
       "GET /api/jobs/7/logs": () => new Response("step 10 loss 1.5\n", { status: 200, headers: { "Content-Type": "text/plain" } }),
       "GET /api/jobs/7/checkpoints": () =>
         json([
@@ -162,6 +409,9 @@ describe("JobDetail", () => {
     renderPage(<JobDetail />, { path: "/jobs/:id", route: "/jobs/7" });
     expect(await screen.findByRole("progressbar", { name: "training progress" })).toHaveTextContent("25 / 100");
     expect(await screen.findByTestId("log-tail")).toHaveTextContent("step 10 loss 1.5");
+    expect(screen.getByTestId("job-estimate")).toHaveTextContent("1.0 MiB est. (CUDA)");
+    expect(screen.getByTestId("job-estimate")).toHaveAttribute("title", "estimate per device (CUDA, incl. framework reserve)");
+    expect(screen.getByTestId("job-peak")).toHaveTextContent("— peak");
     expect(await screen.findByRole("link", { name: "sae_weights.safetensors" })).toHaveAttribute(
       "href",
       "/api/jobs/7/checkpoints/50/files/sae_weights.safetensors",

@@ -1,4 +1,5 @@
-import type { DeviceSample, Gpu, Job, NodeSample } from "../client/types";
+import kinds from "./kindSchemas.json";
+import type { DeviceSample, Gpu, Job, JobKindInfo, NodeSample } from "../client/types";
 
 const GIB = 1024 ** 3;
 
@@ -81,14 +82,45 @@ export function makeJob(overrides: Partial<Job> = {}): Job {
     ],
     progress: { step: 25, total: 100 },
     error: null,
+    error_summary: null,
     resume_from_job_id: null,
     estimate_bytes_per_device: 1024 ** 2,
     peak_memory_bytes: null,
+    rank_memory: null,
+    advice: [],
     cancel_requested: false,
     created_at: new Date(Date.now() - 65_000).toISOString(),
     started_at: new Date(Date.now() - 60_000).toISOString(),
     finished_at: null,
     heartbeat_at: null,
+    priority: 0,
+    time_limit_s: 86400,
+    depends_on: [],
+    preemptible: false,
+    held: false,
+    queue: null,
     ...overrides,
+  };
+}
+
+/** The `sae` kind as GET /api/kinds/sae describes it (its real schema and defaults, charts, headline metrics). */
+export function makeSaeKind(): JobKindInfo {
+  return {
+    name: "sae",
+    description: "sparse autoencoder",
+    config_schema: kinds.sae.config_schema,
+    defaults: kinds.sae.defaults,
+    batch_size_field: "batch_size",
+    steps_field: "steps",
+    estimates_memory: true,
+    searches_batch_size: true,
+    charts: [
+      { title: "Loss", log_y: true, series: [{ metric: "overall_loss", label: "overall" }] },
+      { title: "L0 (active features per sample)", log_y: false, series: [{ metric: "l0", label: "L0" }] },
+    ],
+    summary_metrics: [
+      { metric: "overall_loss", label: "loss" },
+      { metric: "l0", label: "L0" },
+    ],
   };
 }

@@ -1,6 +1,11 @@
 import "@testing-library/jest-dom/vitest";
-import { cleanup } from "@testing-library/react";
+import { cleanup, configure } from "@testing-library/react";
 import { afterEach, vi } from "vitest";
+
+// How long findBy*/waitFor wait for a page's stubbed fetches to render. The default (1 s) is
+// shorter than a busy 2-core CI machine takes to run a form's fetch -> render chain in jsdom
+// while other test files run beside it; no test asserts on how fast anything renders.
+configure({ asyncUtilTimeout: 5000 });
 
 // uPlot draws on a canvas jsdom does not have: a stand-in that records what it is given.
 vi.mock("uplot", () => {

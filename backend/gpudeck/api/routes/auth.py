@@ -11,6 +11,7 @@ from gpudeck.api.deps import AdminUser, CurrentUser, SessionDep
 from gpudeck.models import User
 from gpudeck.schemas.common import ErrorResponse
 from gpudeck.schemas.users import (
+    USER_NAME_PATTERN,
     AuditEventPublic,
     AuditEventsPublic,
     TokenCreate,
@@ -19,11 +20,12 @@ from gpudeck.schemas.users import (
     UserCreate,
     UserCreated,
     UserPublic,
+    UserUpdate,
     token_created,
-    token_public,
 )
 from gpudeck.services import audit
 from gpudeck.services import users as user_service
+from gpudeck.services.errors import Forbidden
 
 router = APIRouter(prefix="/api", tags=["auth"])
 _404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
@@ -35,7 +37,7 @@ def _client(request: Request) -> str | None:
 
 @router.get("/auth/me")
 def me(user: CurrentUser) -> UserPublic:
-    return UserPublic(id=user.user_id, name=user.name, role=user.role)
+    return UserPublic.model_validate(user)
 
 
 @router.post("/auth/sign-in")
@@ -44,7 +46,7 @@ def sign_in(user: CurrentUser, session: SessionDep, request: Request) -> UserPub
     records the sign-in. Every later request carries the token itself."""
     audit.record(session, user, audit.SIGN_IN, remote_addr=_client(request))
     session.commit()
-    return UserPublic(id=user.user_id, name=user.name, role=user.role)
+    return UserPublic.model_validate(user)
 
 
 @router.get("/auth/tokens")
@@ -56,16 +58,23 @@ def list_tokens(
     owner = None if all_users and user.is_admin else user.user_id
     if owner is None and not user.is_admin:
         return []  # the local admin of GPUDECK_AUTH=off has no tokens of its own
-    return [token_public(t) for t in user_service.list_tokens(session, owner)]
+    return [TokenPublic.model_validate(t) for t in user_service.list_tokens(session, owner)]
 
 
 @router.post("/auth/tokens", status_code=status.HTTP_201_CREATED)
 def create_token(body: TokenCreate, user: CurrentUser, session: SessionDep) -> TokenCreated:
-    """A new token for yourself; the secret is in this response only."""
-    if user.user_id is None:
-        raise user_service.Forbidden("authentication is off; there is no user to give a token")
-    owner = session.get(User, user.user_id)
-    assert owner is not None
+    """A new token for yourself (or, for an admin, for the user named in `user`); the secret is
+    in this response only."""
+    if body.user is not None and body.user != user.name:
+        if not user.is_admin:
+            raise Forbidden("only an admin makes tokens for other users", field="user")
+        owner = user_service.get_user(session, body.user)
+    elif user.user_id is None:
+        raise Forbidden("authentication is off; there is no user to give a token")
+    else:
+        found = session.get(User, user.user_id)
+        assert found is not None
+        owner = found
     expires = timedelta(days=body.expires_in_days) if body.expires_in_days else None
     issued = user_service.issue_token(session, owner, body.name, expires)
     audit.record(session, user, audit.TOKEN_CREATE, f"token:{issued.record.id}")
@@ -80,12 +89,12 @@ def revoke_token(
     record = user_service.revoke_token(session, token_id, user)
     audit.record(session, user, audit.TOKEN_REVOKE, f"token:{token_id}")
     session.commit()
-    return token_public(record)
+    return TokenPublic.model_validate(record)
 
 
 @router.get("/users")
 def list_users(_: AdminUser, session: SessionDep) -> list[UserPublic]:
-    return [UserPublic(id=u.id, name=u.name, role=u.role) for u in user_service.list_users(session)]
+    return [UserPublic.model_validate(u) for u in user_service.list_users(session)]
 
 
 @router.post(
@@ -100,9 +109,26 @@ def create_user(body: UserCreate, admin: AdminUser, session: SessionDep) -> User
     audit.record(session, admin, audit.USER_CREATE, f"user:{new.name}", role=new.role)
     session.commit()
     return UserCreated(
-        user=UserPublic(id=new.id, name=new.name, role=body.role),
+        user=UserPublic.model_validate(new),
         token=token_created(issued.record, issued.secret),
     )
+
+
+@router.patch(
+    "/users/{name}",
+    responses={404: {"model": ErrorResponse, "description": "no such user"}},
+)
+def update_user(
+    name: Annotated[str, Path(min_length=1, max_length=64, pattern=USER_NAME_PATTERN)],
+    body: UserUpdate,
+    admin: AdminUser,
+    session: SessionDep,
+) -> UserPublic:
+    """Grant or revoke `run_code` (submitting script jobs)."""
+    user = user_service.set_run_code(session, name, body.run_code)
+    audit.record(session, admin, audit.USER_UPDATE, f"user:{name}", run_code=body.run_code)
+    session.commit()
+    return UserPublic.model_validate(user)
 
 
 @router.get("/audit")

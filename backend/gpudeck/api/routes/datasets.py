@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Request, status
 
 from gpudeck.api.deps import CurrentUser, SessionDep, SettingsDep
 from gpudeck.schemas.common import ErrorResponse
-from gpudeck.schemas.datasets import DATASET_NAME_PATTERN, DatasetPublic, TensorPublic
+from gpudeck.schemas.datasets import DATASET_NAME_PATTERN, DatasetPublic
 from gpudeck.services import audit
 from gpudeck.services import datasets as dataset_service
 
@@ -19,18 +19,6 @@ _UPLOAD_BODY = {
         "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
     }
 }
-
-
-def _public(info: dataset_service.DatasetInfo) -> DatasetPublic:
-    return DatasetPublic(
-        name=info.name,
-        format=info.format,
-        size_bytes=info.size_bytes,
-        tensors=[
-            TensorPublic(name=t.name, dtype=t.dtype, shape=list(t.shape)) for t in info.tensors
-        ],
-        modified_at=info.modified_at,
-    )
 
 
 @router.post(
@@ -55,9 +43,12 @@ async def upload_dataset(
     )
     audit.record(session, user, audit.DATASET_UPLOAD, f"dataset:{name}", size_bytes=info.size_bytes)
     session.commit()
-    return _public(info)
+    return DatasetPublic.model_validate(info)
 
 
 @router.get("")
 def list_datasets(settings: SettingsDep, _: CurrentUser) -> list[DatasetPublic]:
-    return [_public(info) for info in dataset_service.list_datasets(settings.data_dir)]
+    return [
+        DatasetPublic.model_validate(info)
+        for info in dataset_service.list_datasets(settings.data_dir)
+    ]

@@ -1,16 +1,18 @@
 """POST /api/estimate and /api/estimate/max-batch: a job's peak memory per device, before launch.
 
 The trace takes ~0.1 s of CPU, so it runs in the thread pool, never on the event loop; answers
-are cached by config in gpudeck.trainer.memory.
+are cached by config by each kind's estimator.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
+from gpudeck.engine.kinds import JobKind, MemoryEstimate, get_kind
 from gpudeck.schemas.estimates import (
     EstimatePublic,
     EstimateRequest,
@@ -19,7 +21,6 @@ from gpudeck.schemas.estimates import (
 )
 from gpudeck.services.errors import InvalidInput
 from gpudeck.services.jobs import validate_config
-from gpudeck.trainer.kinds import get_kind
 
 router = APIRouter(prefix="/api/estimate", tags=["estimates"])
 # An unknown kind or invalid config is a 422 in FastAPI's own validation-error shape (the error
@@ -28,42 +29,40 @@ router = APIRouter(prefix="/api/estimate", tags=["estimates"])
 
 @router.post("")
 async def estimate(request: EstimateRequest) -> EstimatePublic:
-    config = _validated(request)
-    result = await run_in_threadpool(_estimate, request.kind, config, request)
+    kind, config = _validated(request)
+    estimate_fn = kind.resolve_estimate()
+    if estimate_fn is None:
+        raise InvalidInput([("kind", f"kind {request.kind!r} has no memory estimate")])
+    result = await run_in_threadpool(
+        estimate_fn, config, request.world_size, device_type=request.device_type
+    )
     return EstimatePublic.model_validate(result.model_dump())
 
 
 @router.post("/max-batch")
 async def max_batch(request: MaxBatchRequest) -> MaxBatchPublic:
-    if request.kind != "sae":
+    kind, config = _validated(request)
+    search, estimate_fn = kind.resolve_max_batch(), kind.resolve_estimate()
+    if search is None or estimate_fn is None:
         raise InvalidInput([("kind", f"no batch-size search for kind {request.kind!r}")])
-    config = _validated(request)
-    return await run_in_threadpool(_max_batch, config, request)
+    return await run_in_threadpool(_max_batch, kind, search, estimate_fn, config, request)
 
 
-def _validated(request: EstimateRequest) -> Any:
+def _validated(request: EstimateRequest) -> tuple[JobKind, Any]:
     data = validate_config(request.kind, request.config, request.world_size)
     kind = get_kind(request.kind)
     assert kind is not None  # validate_config refuses unknown kinds
-    if kind.estimate_memory is None:
-        raise InvalidInput([("kind", f"kind {request.kind!r} has no memory estimate")])
-    return kind.config_model.model_validate(data)
+    return kind, kind.config_model.model_validate(data)
 
 
-def _estimate(kind_name: str, config: Any, request: EstimateRequest) -> Any:
-    kind = get_kind(kind_name)
-    assert kind is not None
-    estimate_fn = kind.resolve_estimate()
-    assert estimate_fn is not None
-    if kind_name == "sae":  # the built-in kind also estimates for CPU (simulated devices)
-        return estimate_fn(config, request.world_size, device_type=request.device_type)
-    return estimate_fn(config, request.world_size)
-
-
-def _max_batch(config: Any, request: MaxBatchRequest) -> MaxBatchPublic:
-    from gpudeck.trainer import memory  # torch loads here, in the worker thread, on first use
-
-    batch = memory.max_batch_size(
+def _max_batch(
+    kind: JobKind,
+    search: Callable[..., int],
+    estimate_fn: Callable[..., MemoryEstimate],
+    config: Any,
+    request: MaxBatchRequest,
+) -> MaxBatchPublic:
+    batch = search(
         config,
         request.world_size,
         request.bytes_free_per_device,
@@ -72,8 +71,9 @@ def _max_batch(config: Any, request: MaxBatchRequest) -> MaxBatchPublic:
     )
     if batch == 0:
         return MaxBatchPublic(batch_size=0, per_rank_batch=0, estimate=None)
-    sized = config.model_copy(update={"batch_size": batch})
-    result = memory.estimate_sae(sized, request.world_size, device_type=request.device_type)
+    assert kind.batch_size_field is not None  # a kind with a batch search names its field
+    sized = config.model_copy(update={kind.batch_size_field: batch})
+    result = estimate_fn(sized, request.world_size, device_type=request.device_type)
     public = EstimatePublic.model_validate(result.model_dump())
     return MaxBatchPublic(
         batch_size=batch, per_rank_batch=batch // request.world_size, estimate=public

@@ -7,9 +7,9 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from gpudeck.api.deps import SessionDep
 from gpudeck.schemas.gpus import GpuPublic, NodePublic
-from gpudeck.schemas.telemetry import TelemetryHistory
 from gpudeck.services import telemetry
 from gpudeck.services.inventory import list_nodes
+from gpudeck.telemetry.schema import TelemetryHistory
 
 router = APIRouter(prefix="/api", tags=["gpus"])
 
@@ -42,13 +42,4 @@ def gpu_history(
 
 @router.get("/nodes")
 def get_nodes(session: SessionDep) -> list[NodePublic]:
-    return [
-        NodePublic(
-            name=node.name,
-            source=node.source,
-            device_count=count,
-            registered_at=node.registered_at,
-            last_seen_at=node.last_seen_at,
-        )
-        for node, count in list_nodes(session)
-    ]
+    return [NodePublic.model_validate(row) for row in list_nodes(session)]

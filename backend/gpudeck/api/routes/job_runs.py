@@ -15,17 +15,21 @@ from gpudeck.api.deps import CurrentUser, OwnedJob, SessionDep, SettingsDep
 from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.common import ErrorResponse
 from gpudeck.schemas.job_runs import (
+    CheckpointFields,
     CheckpointFilePublic,
     CheckpointPublic,
     JobResume,
+    JobSegmentPublic,
     MetricPoint,
     MetricsPublic,
 )
-from gpudeck.schemas.jobs import JobPublic, job_public
-from gpudeck.services import audit, checkpoints, job_events, job_state
+from gpudeck.schemas.jobs import JobPublic
+from gpudeck.schemas.map_ranks import FollowUpPublic, MapProgressPublic
+from gpudeck.services import audit, checkpoints, follow_up, job_events, job_state, map_ranks, runs
+from gpudeck.services import jobs as job_service
 from gpudeck.services import resume as resume_service
-from gpudeck.services.dispatch import dispatch_job
-from gpudeck.services.errors import DomainError
+from gpudeck.services.dispatch import dispatch_job, mark_dispatched
+from gpudeck.services.errors import InvalidInput
 from gpudeck.services.jobs import get_job
 
 router = APIRouter(prefix="/api/jobs", tags=["job runs"])
@@ -48,15 +52,25 @@ def get_metrics(
     return MetricsPublic(items=items, last_step=items[-1].step if items else after_step)
 
 
+@router.get("/{job_id}/map-progress", responses=NOT_FOUND)
+def get_map_progress(job: OwnedJob, request: Request) -> MapProgressPublic:
+    """Each rank's chunks done of its share, items done and items/s (a map job; other jobs
+    answer with no ranks). Read from the job's event stream, kept 7 days after it ends."""
+    summary = map_ranks.map_ranks(request.app.state.redis, job.id)
+    return MapProgressPublic.model_validate(summary)
+
+
+@router.get("/{job_id}/follow-up", responses={**NOT_FOUND, 409: {"model": ErrorResponse}})
+def get_follow_up(job: OwnedJob, settings: SettingsDep) -> FollowUpPublic:
+    """The job that can work on this job's output (e.g. an SAE on extracted activations),
+    prefilled; `depends_on` names this job while it has not succeeded. 404 for kinds that
+    offer none, 409 for a job that ended without output."""
+    return FollowUpPublic.model_validate(follow_up.follow_up(job, settings.data_dir))
+
+
 def _log_path(settings_data_dir: Path, job: Job, rank: int) -> Path:
     if not 0 <= rank < job.world_size:
-        raise DomainError(
-            f"job {job.id} has ranks 0..{job.world_size - 1}",
-            field="rank",
-            status_code=422,
-            code="invalid_rank",
-            extra={"errors": [("rank", "no such rank")]},
-        )
+        raise InvalidInput([("rank", f"job {job.id} has ranks 0..{job.world_size - 1}")])
     return settings_data_dir / "jobs" / str(job.id) / f"rank{rank}.log"
 
 
@@ -127,6 +141,12 @@ def _finished(factory: object, job_id: int) -> bool:
         return JobStatus(get_job(session, job_id).status) in job_state.TERMINAL
 
 
+@router.get("/{job_id}/segments", responses=NOT_FOUND)
+def list_segments(job: OwnedJob, session: SessionDep) -> list[JobSegmentPublic]:
+    """Each stretch of the job on devices, oldest first: a preempted job resumes in a new one."""
+    return [JobSegmentPublic.model_validate(r) for r in runs.segments(session, job.id)]
+
+
 @router.get("/{job_id}/checkpoints", responses=NOT_FOUND)
 def list_checkpoints(
     job: OwnedJob, session: SessionDep, settings: SettingsDep
@@ -134,11 +154,7 @@ def list_checkpoints(
     """Live checkpoints, oldest first; each file downloads from its `url`."""
     return [
         CheckpointPublic(
-            step=c.step,
-            path=c.path,
-            size_bytes=c.size_bytes,
-            loss=c.loss,
-            created_at=c.created_at,
+            **CheckpointFields.model_validate(c).model_dump(),
             files=[
                 CheckpointFilePublic(
                     name=name,
@@ -179,10 +195,13 @@ def resume_job(
     body: JobResume | None = None,
 ) -> JobPublic:
     """A new job continuing this one from its newest complete checkpoint."""
+    job_service.check_may_submit(job.kind, user)  # resuming a script runs its code again
     resumed = resume_service.resume_job(
         session, job.id, body or JobResume(), owner=user.name, data_dir=settings.data_dir
     )
     audit.record(session, user, audit.JOB_RESUME, f"job:{resumed.id}", resume_from=job.id)
     session.commit()
-    dispatch_job(request.app.state.celery, resumed.id, resumed.node)
-    return job_public(resumed)
+    if dispatch_job(request.app.state.celery, resumed.id, resumed.node):
+        mark_dispatched(session, resumed.id)
+        session.commit()
+    return JobPublic.model_validate(resumed)

@@ -4,12 +4,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, status
 
+from gpudeck.api import queue_view
 from gpudeck.api.deps import CurrentUser, OwnedJob, SessionDep
 from gpudeck.schemas.common import ErrorResponse
-from gpudeck.schemas.jobs import JobCreate, JobPublic, JobsPublic, StatusFilter, job_public
+from gpudeck.schemas.jobs import JobCreate, JobPublic, JobsPublic, StatusFilter
 from gpudeck.services import audit
 from gpudeck.services import jobs as job_service
-from gpudeck.services.dispatch import dispatch_job
+from gpudeck.services.dispatch import dispatch_to_nodes, mark_dispatched
 from gpudeck.services.placement import live_memory_or_none
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
@@ -20,26 +21,47 @@ JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="job id")]
     "",
     status_code=status.HTTP_201_CREATED,
     responses={
+        403: {"model": ErrorResponse, "description": "the kind needs run_code (script)"},
         409: {
             "model": ErrorResponse,
-            "description": "devices busy, too few free, or too little free memory (see force)",
-        }
+            "description": (
+                "with queue: false, devices busy; or devices that can never hold the job, "
+                "or too little free memory (see force); or the queued-jobs quota"
+            ),
+        },
     },
 )
 def create_job(
     spec: JobCreate, session: SessionDep, request: Request, user: CurrentUser
 ) -> JobPublic:
+    """Devices free and nobody waiting ahead: the job starts now. Otherwise it waits in the
+    queue, or with `queue: false` the answer is 409. A waiting job's `queue` in the answer
+    is its place as of the scheduler's last pass (no pass runs here, so 200 clients submit at
+    once); GET /api/jobs/{id} or GET /api/queue show it from a pass of their own."""
+    job_service.check_may_submit(spec.kind, user)
+    settings = request.app.state.settings
     live = None if spec.force else live_memory_or_none(request.app.state.redis)
-    job = job_service.create_job(session, spec, owner=user.name, live=live)
+    submitter = job_service.Submitter(
+        user.name,
+        is_admin=user.is_admin,
+        default_time_limit_s=settings.default_time_limit_s,
+        max_time_limit_s=settings.max_time_limit_s,
+    )
+    job = job_service.create_job(
+        session, spec, owner=submitter, live=live, data_dir=settings.data_dir
+    )
     audit.record(session, user, audit.JOB_SUBMIT, f"job:{job.id}", kind=job.kind)
     session.commit()
-    dispatch_job(request.app.state.celery, job.id, job.node)
-    return job_public(job)
+    if job.allocations and dispatch_to_nodes(request.app.state.celery, job):
+        mark_dispatched(session, job.id)
+        session.commit()
+    return queue_view.on_submit(session, request, job)
 
 
 @router.get("")
 def list_jobs(
     session: SessionDep,
+    request: Request,
     status: Annotated[
         list[StatusFilter] | None, Query(description="repeat to match several")
     ] = None,
@@ -47,12 +69,13 @@ def list_jobs(
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> JobsPublic:
     jobs, total = job_service.list_jobs(session, statuses=status, limit=limit, offset=offset)
-    return JobsPublic(items=[job_public(j) for j in jobs], total=total, limit=limit, offset=offset)
+    items = queue_view.public(session, request, jobs)
+    return JobsPublic(items=items, total=total, limit=limit, offset=offset)
 
 
 @router.get("/{job_id}", responses={404: {"model": ErrorResponse}})
-def get_job(job_id: JobId, session: SessionDep) -> JobPublic:
-    return job_public(job_service.get_job(session, job_id))
+def get_job(job_id: JobId, session: SessionDep, request: Request) -> JobPublic:
+    return queue_view.one(session, request, job_service.get_job(session, job_id))
 
 
 @router.post(
@@ -67,4 +90,4 @@ def cancel_job(owned: OwnedJob, session: SessionDep, user: CurrentUser) -> JobPu
     job = job_service.cancel_job(session, owned.id)
     audit.record(session, user, audit.JOB_CANCEL, f"job:{job.id}")
     session.commit()
-    return job_public(job)
+    return JobPublic.model_validate(job)

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Path
 from sqlalchemy import text
 
 from gpudeck import __version__
 from gpudeck.api.deps import SessionDep, SettingsDep
-from gpudeck.schemas.jobs import JobKindPublic
-from gpudeck.trainer.kinds import registry
-from gpudeck.trainer.sae_config import SaeConfig
+from gpudeck.engine.kinds import JobKind, get_kind, registry
+from gpudeck.schemas.jobs import ChartPublic, JobKindPublic, SeriesPublic
+from gpudeck.services.errors import UnknownKind
 
 router = APIRouter(prefix="/api", tags=["meta"])
 
@@ -20,19 +22,35 @@ def health(session: SessionDep, settings: SettingsDep) -> dict[str, str]:
 
 @router.get("/kinds")
 def list_kinds() -> list[JobKindPublic]:
-    """Registered job kinds with their config's JSON schema and defaults (for forms and CLIs)."""
-    return [
-        JobKindPublic(
-            name=kind.name,
-            description=kind.description,
-            config_schema=kind.config_model.model_json_schema(),
-            defaults=kind.config_model().model_dump(mode="json"),
-        )
-        for kind in registry().values()
-    ]
+    """Registered job kinds with their config's JSON schema, defaults and charts."""
+    return [kind_public(kind) for kind in registry().values()]
 
 
-@router.get("/kinds/sae/defaults")
-def sae_defaults() -> SaeConfig:
-    """The built-in `sae` kind's config, typed (the dashboard's form is generated from it)."""
-    return SaeConfig()
+@router.get("/kinds/{kind_name}")
+def read_kind(
+    kind_name: Annotated[str, Path(min_length=1, max_length=64, description="a kind's name")],
+) -> JobKindPublic:
+    kind = get_kind(kind_name)
+    if kind is None:
+        raise UnknownKind(kind_name, sorted(registry()))
+    return kind_public(kind)
+
+
+def kind_public(kind: JobKind) -> JobKindPublic:
+    return JobKindPublic(
+        name=kind.name,
+        description=kind.description,
+        config_schema=kind.config_model.model_json_schema(),
+        # model_construct: the fields that have defaults; required ones (a model path) are
+        # left for the user, so a kind with required fields is listed too.
+        defaults=kind.config_model.model_construct().model_dump(mode="json"),
+        batch_size_field=kind.batch_size_field,
+        steps_field=kind.steps_field,
+        estimates_memory=kind.estimate_memory is not None,
+        searches_batch_size=kind.max_batch is not None,
+        runs_user_code=kind.runs_user_code,
+        resumes_from=kind.resumes_from,
+        offers_follow_up=kind.follow_up is not None,
+        charts=[ChartPublic.model_validate(chart) for chart in kind.charts],
+        summary_metrics=[SeriesPublic.model_validate(s) for s in kind.summary_metrics],
+    )

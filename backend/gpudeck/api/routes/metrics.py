@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from gpudeck.api.deps import SessionDep
+from gpudeck.api.metrics_view import render_metrics
 from gpudeck.api.routes.gpus import RedisDep
-from gpudeck.services.telemetry_metrics import render_metrics
 
 router = APIRouter(tags=["metrics"])
 

@@ -5,12 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from gpudeck.api.deps import SessionDep
-from gpudeck.schemas.recommend import (
-    ExcludedDevice,
-    RecommendationPublic,
-    RecommendedDevice,
-    RecommendRequest,
-)
+from gpudeck.schemas.recommend import RecommendationPublic, RecommendRequest
 from gpudeck.services.placement import candidates
 from gpudeck.services.recommend import recommend
 from gpudeck.services.telemetry import device_views
@@ -32,19 +27,4 @@ def recommend_devices(
         node=body.node,
         safety_margin_bytes=body.safety_margin_bytes,
     )
-    return RecommendationPublic(
-        devices=[
-            RecommendedDevice(
-                node=d.node,
-                uuid=d.uuid,
-                index=d.index,
-                name=d.name,
-                memory_total_bytes=d.memory_total_bytes,
-                memory_free_bytes=d.memory_free_bytes,
-            )
-            for d in result.devices
-        ],
-        excluded=[ExcludedDevice(**e.__dict__) for e in result.excluded],
-        enough=result.enough,
-        message=result.message,
-    )
+    return RecommendationPublic.model_validate(result)

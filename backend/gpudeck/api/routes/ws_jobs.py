@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import time
 from typing import Annotated, Any, cast
 
 import redis.asyncio as aioredis
 from fastapi import APIRouter, Path, WebSocket, WebSocketDisconnect
+from redis.exceptions import RedisError
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.api.auth import current_principal
-from gpudeck.core.redis import async_client
+from gpudeck.api.errors import status_for
+from gpudeck.core.redis import API_TIMEOUT_S, async_client
+from gpudeck.engine.events import decode
 from gpudeck.models import JobStatus
-from gpudeck.schemas.jobs import job_public
+from gpudeck.schemas.jobs import JobPublic
 from gpudeck.services import job_events, job_state
-from gpudeck.services.errors import DomainError
+from gpudeck.services.errors import DomainError, Forbidden
 from gpudeck.services.job_events import StreamReply
 from gpudeck.services.jobs import get_job
 
@@ -31,6 +34,7 @@ router = APIRouter(tags=["job runs"])
 QUEUE_FRAMES = 1000
 SNAPSHOT_METRICS = 1000
 BLOCK_MS = 1000
+RETRY_S = 1.0
 TERMINAL = {s.value for s in job_state.TERMINAL}
 
 
@@ -40,32 +44,18 @@ def _snapshot(
     with factory() as session:
         job = get_job(session, job_id)
         if not user.may_manage(job.owner):
-            raise DomainError(
-                f"job {job_id} belongs to {job.owner}",
-                status_code=403,
-                code="forbidden",
-                field="job_id",
-            )
+            raise Forbidden(f"job {job_id} belongs to {job.owner}", field="job_id")
         rows = job_events.list_metrics(session, job_id, after_step=None, limit=100_000)
         frame = {
             "type": "snapshot",
-            "job": job_public(job).model_dump(mode="json"),
+            "job": JobPublic.model_validate(job).model_dump(mode="json"),
             "metrics": [{"step": r.step, "metrics": r.metrics} for r in rows[-SNAPSHOT_METRICS:]],
         }
         return frame, JobStatus(job.status) in job_state.TERMINAL
 
 
-def _frame(fields: dict[str, str]) -> dict[str, Any]:
-    try:
-        data = json.loads(fields.get("data", "{}"))
-    except json.JSONDecodeError:
-        data = {}
-    return {
-        "type": fields.get("type", ""),
-        "rank": int(fields.get("rank", "0")),
-        "ts": float(fields.get("ts", "0")),
-        "data": data,
-    }
+def _status(kind: str, message: str | None) -> dict[str, Any]:
+    return {"type": kind, "rank": 0, "ts": time.time(), "data": {"message": message}}
 
 
 class _Feed:
@@ -79,15 +69,28 @@ class _Feed:
         self.dropped = 0
 
     async def run(self) -> None:
+        """Follows the stream; while Redis cannot be read, says so once and retries, then
+        resumes where it stopped (the stream keeps what was written meanwhile)."""
+        unavailable = False
         while True:
-            reply = cast(
-                StreamReply,
-                await self.client.xread({self.stream: self.last_id}, block=BLOCK_MS, count=500),
-            )
+            try:
+                reply = cast(
+                    StreamReply,
+                    await self.client.xread({self.stream: self.last_id}, block=BLOCK_MS, count=500),
+                )
+            except (RedisError, OSError):
+                if not unavailable:
+                    unavailable = True
+                    self._put(_status("unavailable", "job feed unavailable: redis unavailable"))
+                await asyncio.sleep(RETRY_S)
+                continue
+            if unavailable:
+                unavailable = False
+                self._put(_status("available", None))
             for _, entries in reply or []:
                 for entry_id, fields in entries:
                     self.last_id = entry_id
-                    self._put(_frame(fields))
+                    self._put(decode(fields).frame())
 
     def _put(self, frame: dict[str, Any]) -> None:
         if self.queue.full():
@@ -106,13 +109,18 @@ async def _start_id(client: aioredis.Redis, job_id: int) -> str:
 async def job_feed(websocket: WebSocket, job_id: Annotated[int, Path(ge=1, le=2**63 - 1)]) -> None:
     user = current_principal(websocket)
     factory = websocket.app.state.sessionmaker
-    client = async_client(str(websocket.app.state.settings.redis_url))
+    client = async_client(
+        str(websocket.app.state.settings.redis_url),
+        timeout_s=API_TIMEOUT_S,
+        block_s=BLOCK_MS / 1000,
+    )
     try:
         start = await _start_id(client, job_id)
         try:
             snapshot, finished = await asyncio.to_thread(_snapshot, factory, job_id, user)
         except DomainError as exc:
-            await websocket.close(code=4403 if exc.status_code == 403 else 4404, reason=exc.message)
+            # WebSocket close codes 4000-4999 are the application's: 4000 + the HTTP status.
+            await websocket.close(code=4000 + status_for(exc), reason=exc.message)
             return
         await websocket.accept()
         await websocket.send_json(snapshot)

@@ -1,5 +1,5 @@
 """`WS /ws/telemetry`: a snapshot with recent history on connect, then one message per sample.
-Every message is a `TelemetryMessage` (see schemas/telemetry.py)."""
+Every message is a `TelemetryMessage` (see telemetry/schema.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, WebSocket, WebSocketDisconnect
 
-from gpudeck.services.telemetry_hub import Subscription, TelemetryHub
+from gpudeck.api.telemetry_hub import Subscription, TelemetryHub
 
 router = APIRouter(tags=["telemetry"])
 

@@ -1,0 +1,52 @@
+"""Jobs as the API shows them, with the queue's view of each waiting one: its position, reason
+and expected start, from the same pass the scheduler runs (computed on read, so what a user
+sees is never older than the request)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastapi import Request
+from sqlalchemy.orm import Session
+
+from gpudeck.models import Job, JobStatus
+from gpudeck.schemas.jobs import JobPublic, QueueInfo
+from gpudeck.services import queue, queue_summary
+from gpudeck.services.placement import live_memory_or_none
+
+
+def current_infos(session: Session, request: Request) -> dict[int, QueueInfo]:
+    live = live_memory_or_none(request.app.state.redis)
+    half_life = request.app.state.settings.fair_share_half_life_s
+    return queue.queue_infos(queue.compute_plan(session, live, half_life_s=half_life))
+
+
+def public(session: Session, request: Request, jobs: Sequence[Job]) -> list[JobPublic]:
+    """JobPublic for each job; the waiting ones carry their QueueInfo."""
+    infos: dict[int, QueueInfo] = {}
+    if any(j.status == JobStatus.queued and not j.allocations for j in jobs):
+        infos = current_infos(session, request)
+    out = []
+    for job in jobs:
+        item = JobPublic.model_validate(job)
+        item.queue = infos.get(job.id) if job.status == JobStatus.queued else None
+        out.append(item)
+    return out
+
+
+def one(session: Session, request: Request, job: Job) -> JobPublic:
+    return public(session, request, [job])[0]
+
+
+def on_submit(session: Session, request: Request, job: Job) -> JobPublic:
+    """The submit answer: a waiting job's place from the scheduler's last pass (one Redis
+    read, services.queue_summary); a full pass only when no scheduler left a fresh one."""
+    item = JobPublic.model_validate(job)
+    if job.status != JobStatus.queued or job.allocations:
+        return item
+    summary = queue_summary.read(request.app.state.redis)
+    if summary is not None:
+        item.queue = queue_summary.place_of(summary, job)
+    else:
+        item.queue = current_infos(session, request).get(job.id)
+    return item

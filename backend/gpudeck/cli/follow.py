@@ -1,0 +1,100 @@
+"""Following a job until it ends: a progress bar from its progress and latest metrics, and an
+exit code that says how it ended (`gpudeck submit --wait`, `gpudeck logs --follow`)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from gpudeck.cli import map_ranks
+from gpudeck.cli.http import err_console, request
+
+POLL_S = 1.0
+TERMINAL = ("succeeded", "failed", "cancelled", "lost", "timeout")
+# 0 only for success, so `gpudeck submit --wait && next-step` does what it says.
+EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": 2, "lost": 3, "timeout": 4}
+SUMMARY_METRICS = 3
+
+
+class JobFollower:
+    """Polls one job (and its new metric points) and draws them as one progress bar."""
+
+    def __init__(self, url: str, job_id: int) -> None:
+        self.url, self.job_id = url, job_id
+        self.after_step: int | None = None
+        self.latest: dict[str, Any] = {}
+        self.job: dict[str, Any] = request("GET", url, f"/api/jobs/{job_id}")
+        kind = request("GET", url, f"/api/kinds/{self.job['kind']}")
+        self.names = [s["metric"] for s in kind["summary_metrics"]][:SUMMARY_METRICS]
+        self.is_map = map_ranks.is_map_kind(kind)
+        self.ranks = ""  # a map job's chunks per rank, beside the bar
+        self.progress = Progress(
+            TextColumn("job {task.fields[job]} [bold]{task.fields[status]}[/bold]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[metrics]}"),
+            console=err_console,  # stdout stays for the logs
+            transient=False,
+        )
+        self.task = self.progress.add_task("", total=None, job=job_id, status="", metrics="")
+
+    @property
+    def done(self) -> bool:
+        return self.job["status"] in TERMINAL
+
+    def poll(self) -> None:
+        self.job = request("GET", self.url, f"/api/jobs/{self.job_id}")
+        params = {"after_step": self.after_step} if self.after_step is not None else {}
+        page = request("GET", self.url, f"/api/jobs/{self.job_id}/metrics", params=params)
+        if page["items"]:
+            self.latest = page["items"][-1]["metrics"]
+            self.after_step = page["last_step"]
+        if self.is_map and self.job["status"] != "queued":
+            ranks = map_ranks.fetch(self.url, self.job_id)
+            self.ranks = map_ranks.compact(ranks) if ranks else self.ranks
+        self._draw()
+
+    def _draw(self) -> None:
+        shown = [
+            f"{n}={self.latest[n]:.4g}"
+            for n in self.names
+            if isinstance(self.latest.get(n), int | float)
+        ]
+        progress = self.job["progress"]
+        self.progress.update(
+            self.task,
+            completed=progress["step"],
+            total=progress["total"],
+            status=self.job["status"],
+            metrics=" ".join([*shown, self.ranks] if self.ranks else shown),
+        )
+
+    def poll_until_done(self, stop: threading.Event | None = None) -> None:
+        self.poll()
+        while not self.done and not (stop and stop.is_set()):
+            (stop or threading.Event()).wait(POLL_S)
+            self.poll()
+
+    def finish(self) -> None:
+        """Say how the job ended and exit with its code (0 only when it succeeded)."""
+        status = self.job["status"]
+        if status == "succeeded":
+            err_console.print(f"job {self.job_id} succeeded")
+        else:
+            cause = self.job.get("error_summary")
+            err_console.print(
+                f"[red]job {self.job_id} {status}[/red]" + (f": {cause}" if cause else "")
+            )
+        raise typer.Exit(EXIT_CODES.get(status, 1))
+
+
+def wait_for(url: str, job_id: int) -> None:
+    """Draw the job's progress until it ends, then exit with its status."""
+    follower = JobFollower(url, job_id)
+    with follower.progress:
+        follower.poll_until_done()
+    follower.finish()

@@ -1,0 +1,184 @@
+"""`gpudeck show JOB`, `gpudeck logs JOB` and `gpudeck resume JOB`: one job, over HTTP."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from datetime import datetime
+from typing import Annotated, Any
+
+import httpx
+import typer
+from rich.table import Table
+
+from gpudeck.cli import map_ranks
+from gpudeck.cli.follow import JobFollower, wait_for
+from gpudeck.cli.http import (
+    JsonOption,
+    UrlOption,
+    auth_headers,
+    console,
+    default_url,
+    err_console,
+    exit_for_response,
+    gib,
+    request,
+    size,
+)
+
+JobArg = Annotated[int, typer.Argument(min=1, help="the job's id")]
+
+
+def _elapsed(job: dict[str, Any]) -> str:
+    if not job["started_at"]:
+        return "-"
+    start = datetime.fromisoformat(job["started_at"])
+    end = datetime.fromisoformat(job["finished_at"]) if job["finished_at"] else None
+    seconds = int(((end or datetime.now(start.tzinfo)) - start).total_seconds())
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def show(job_id: JobArg, url: UrlOption = "", as_json: JsonOption = False) -> None:
+    """Everything about one job: devices, progress, times, memory (estimate and measured peak),
+    and why it ended."""
+    job = request("GET", url or default_url(), f"/api/jobs/{job_id}")
+    if as_json:
+        print(json.dumps(job, indent=2))
+        return
+    total = job["progress"]["total"]
+    devices = ", ".join(str(d["index"]) for d in job["devices"])
+    rows = [
+        ("job", f"{job['id']} {job['name']}"),
+        ("kind", job["kind"]),
+        ("status", job["status"]),
+        ("owner", job["owner"]),
+        ("devices", f"{job['node']}: {devices or '-'} ({job['world_size']} ranks)"),
+        (
+            "progress",
+            f"{job['progress']['step']}/{total}" if total else str(job["progress"]["step"]),
+        ),
+        ("created", job["created_at"][:19].replace("T", " ")),
+        ("started", (job["started_at"] or "-")[:19].replace("T", " ")),
+        ("finished", (job["finished_at"] or "-")[:19].replace("T", " ")),
+        ("elapsed", _elapsed(job)),
+        ("estimate / device", gib(job["estimate_bytes_per_device"])),
+        ("peak / device", gib(job["peak_memory_bytes"])),
+    ]
+    rows += _memory_rows(job)
+    if job["resume_from_job_id"]:
+        rows.append(("resumes", f"job {job['resume_from_job_id']}"))
+    if job["error_summary"]:
+        rows.append(("cause", f"[red]{job['error_summary']}[/red]"))
+    table = Table(show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+    _show_ranks(url or default_url(), job)
+    if job["error"] and job["error"].strip() != job["error_summary"]:
+        console.print("\n" + job["error"].rstrip(), markup=False, highlight=False)
+
+
+def _show_ranks(url: str, job: dict[str, Any]) -> None:
+    """A map job's ranks, one line each (nothing for other kinds)."""
+    if not map_ranks.is_map_kind(request("GET", url, f"/api/kinds/{job['kind']}")):
+        return
+    progress = map_ranks.fetch(url, job["id"])
+    if progress and progress["ranks"]:
+        console.print(f"\nranks ({progress['strategy']})", style="bold")
+        for line in map_ranks.rank_lines(progress):
+            console.print("  " + line, markup=False, highlight=False)
+
+
+def _memory_rows(job: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each rank's peak host memory and the job's limit (script jobs), its peak device memory
+    (NVML), then the advice."""
+    rows = []
+    memory = job.get("rank_memory")
+    if memory:
+        if memory.get("host_limit_bytes") is not None:
+            exceeded = " [red](exceeded)[/red]" if memory.get("exceeded") else ""
+            limit = size(memory["host_limit_bytes"])
+            rows.append(("host memory limit", limit + exceeded))
+        for r in memory.get("ranks", []):
+            rows.append((f"rank {r['rank']} host peak", size(r["host_peak_rss_bytes"])))
+        device = memory.get("device_peak_bytes") or {}
+        for rank in sorted(device, key=int):
+            rows.append((f"rank {rank} device peak", size(device[rank])))
+    rows += [("advice", line) for line in job.get("advice", [])]
+    return rows
+
+
+def _stream_log(url: str, job_id: int, rank: int, tail: int, follow: bool) -> None:
+    params: dict[str, Any] = {"rank": rank, "tail": tail, "follow": follow}
+    path = f"{url.rstrip('/')}/api/jobs/{job_id}/logs"
+    try:
+        with httpx.stream(
+            "GET", path, params=params, headers=auth_headers(), timeout=httpx.Timeout(30, read=None)
+        ) as response:
+            if response.status_code >= 400:
+                response.read()
+                exit_for_response(response)
+            for chunk in response.iter_bytes():
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.flush()
+    except httpx.HTTPError as exc:
+        err_console.print(f"[red]cannot reach GPUDeck at {url}[/red]: {exc}")
+        raise typer.Exit(1) from None
+
+
+def logs(
+    job_id: JobArg,
+    rank: Annotated[int, typer.Option(min=0, max=63, help="which rank's output")] = 0,
+    tail: Annotated[int, typer.Option(min=0, max=100_000, help="last lines to show")] = 200,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="keep printing until the job ends")
+    ] = False,
+    url: UrlOption = "",
+) -> None:
+    """A rank's stdout and stderr. With --follow: new lines as they come, a progress bar, and
+    the job's status as the exit code (0 succeeded)."""
+    url = url or default_url()
+    if not follow:
+        _stream_log(url, job_id, rank, tail, follow=False)
+        return
+    follower = JobFollower(url, job_id)
+    stop = threading.Event()
+    poller = threading.Thread(target=follower.poll_until_done, args=(stop,), daemon=True)
+    with follower.progress:
+        poller.start()
+        try:
+            _stream_log(url, job_id, rank, tail, follow=True)  # ends when the job does
+        finally:
+            stop.set()
+            poller.join()
+    follower.poll()
+    follower.finish()
+
+
+def resume(
+    job_id: JobArg,
+    wait: Annotated[bool, typer.Option("--wait", help="follow it until it ends")] = False,
+    url: UrlOption = "",
+    as_json: JsonOption = False,
+) -> None:
+    """Start a new job that continues this one from its newest checkpoint."""
+    url = url or default_url()
+    job = request("POST", url, f"/api/jobs/{job_id}/resume", json={})
+    if as_json:
+        print(json.dumps(job, indent=2))
+    else:
+        devices = ", ".join(str(d["index"]) for d in job["devices"])
+        console.print(
+            f"job [bold]{job['id']}[/bold] {job['status']}, resuming job {job_id}, "
+            f"on {job['node']} devices {devices or '-'}"
+        )
+    if wait:
+        wait_for(url, job["id"])
+
+
+def register(app: typer.Typer) -> None:
+    for command in (show, logs, resume):
+        app.command()(command)

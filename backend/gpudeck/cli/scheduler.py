@@ -1,0 +1,41 @@
+"""`gpudeck scheduler`: the periodic duties (reaping lost jobs, ...); one active instance per
+GPUDeck, any number standing by (also started by `gpudeck run`)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from types import FrameType
+
+import typer
+
+from gpudeck.cli.settings import load_service_settings
+
+
+def scheduler() -> None:
+    """Run the scheduler: the active instance reaps lost jobs; others stand by to take over."""
+    from gpudeck.core.db import make_engine
+    from gpudeck.core.redis import sync_client
+    from gpudeck.scheduler.service import Scheduler
+
+    settings = load_service_settings("scheduler")
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    stop = threading.Event()
+
+    def on_signal(signum: int, _: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    engine = make_engine(settings.sqlalchemy_url, pool_size=2)
+    client = sync_client(str(settings.redis_url))
+    try:
+        Scheduler(settings, engine, client).run(stop)
+    finally:
+        client.close()
+        engine.dispose()
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(scheduler)

@@ -1,0 +1,205 @@
+"""The job-kind contract and registry: the only way a job names the code it runs.
+
+A kind is a folder with a `JobKind` and an entry point in the `gpudeck.job_kinds` group (the
+built-in `sae` kind is registered the same way, in gpudeck's own pyproject.toml). Everything
+kind-specific that the API, services and dashboard need comes from here: the config model (its
+JSON Schema renders the form), the memory estimate, the metric names and the charts. Code
+references are "module:function" strings resolved lazily, so validating a request (in the API)
+never imports torch:
+
+- `train`: called in every rank as `train(ctx, config)` (ctx: engine.context.TrainContext)
+- `estimate_memory`: called as `estimate_memory(config, world_size, device_type=...)` and
+  returning a `MemoryEstimate`
+- `check_inputs`: optional, `check_inputs(config, data_dir)`, called at submit: raises
+  `InputError` for inputs the job would only fail on at start (a dataset that is not there)
+- `max_batch`: optional, `max_batch(config, world_size, bytes_free, *, safety_margin_bytes,
+  device_type) -> int`, the largest global batch whose estimate fits
+- `follow_up`: optional, `follow_up(config, data_dir) -> FollowUp | None`: the job that can
+  work on this kind's output (an `sae` on extracted activations), prefilled from its config
+  and what it wrote (the dashboard's "train an SAE on this output")
+- `command`: optional, `command(launch) -> engine.command.CommandSpec`: the kind runs one
+  program of its own (e.g. torchrun) instead of `train` in one rank process per device; the
+  launcher starts it under a guard (engine/command.py) with the same cancel and fault rules
+
+No endpoint ever accepts a module path: requests name a kind, and only registered kinds exist.
+This module imports neither torch nor anything of the web side.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib.metadata import entry_points
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+log = logging.getLogger(__name__)
+ENTRY_POINT_GROUP = "gpudeck.job_kinds"
+KIND_MODULES_ENV = "GPUDECK_KIND_MODULES"
+DeviceType = Literal["cuda", "cpu"]
+
+
+class MemoryComponent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    bytes: int
+    note: str
+
+
+class MemoryEstimate(BaseModel):
+    """Peak memory of one rank; the `breakdown` adds up to `bytes_per_device`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    bytes_per_device: int  # peak_step_bytes + framework reserve: compare with NVML free memory
+    peak_step_bytes: int  # what torch.cuda.max_memory_allocated should report on the rank
+    breakdown: list[MemoryComponent]
+    method: str
+    world_size: int
+    per_rank_batch: int
+    dtype: str
+    device_type: DeviceType
+
+    def bytes_by_component(self) -> dict[str, int]:
+        return {c.name: c.bytes for c in self.breakdown}
+
+
+class InputError(ValueError):
+    """A kind's refusal of a config at submit: `field` is a path inside the config."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A job to run on another job's output: its kind, a label for the button, and the config
+    fields the output decides (the rest keep the follow-up kind's defaults)."""
+
+    kind: str
+    label: str
+    config: dict[str, Any]
+    note: str = ""  # how a figure was found, when it is a guess the user should check
+
+
+@dataclass(frozen=True)
+class Series:
+    metric: str  # a key of the metrics the kind reports with ctx.report
+    label: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart on the job page: the named metrics against the step."""
+
+    title: str
+    series: tuple[Series, ...]
+    log_y: bool = False
+
+
+@dataclass(frozen=True)
+class JobKind:
+    name: str
+    description: str
+    config_model: type[BaseModel]
+    train: str
+    estimate_memory: str | None = None
+    check_inputs: str | None = None
+    max_batch: str | None = None
+    # The global batch size field, if any: the API checks it divides evenly across ranks.
+    batch_size_field: str | None = None
+    # The config field holding the number of steps: the job's progress total.
+    steps_field: str | None = None
+    charts: tuple[Chart, ...] = ()
+    # Metrics shown as the job's latest figures (the first is its headline, e.g. the loss).
+    summary_metrics: tuple[Series, ...] = ()
+    # Estimate the default config when the API starts, so the first form is answered at once.
+    warm_estimate: bool = field(default=False)
+    # What a resumed job continues from: the source job's newest checkpoint, or the output it
+    # already wrote (a map job skips the chunks on disk, so it needs no checkpoint at all).
+    resumes_from: Literal["checkpoint", "output"] = "checkpoint"
+    # "module:function" building the command the kind runs (see `command` above); None: `train`.
+    command: str | None = None
+    # The kind runs code the user wrote: only users holding the `run_code` permission submit it.
+    runs_user_code: bool = False
+    # "module:function" describing the job that can follow on this kind's output (see above).
+    follow_up: str | None = None
+
+    def resolve_train(self) -> Callable[..., Any]:
+        return _resolve(self.train)
+
+    def resolve_estimate(self) -> Callable[..., MemoryEstimate] | None:
+        return _resolve(self.estimate_memory) if self.estimate_memory else None
+
+    def resolve_check_inputs(self) -> Callable[..., None] | None:
+        return _resolve(self.check_inputs) if self.check_inputs else None
+
+    def resolve_max_batch(self) -> Callable[..., int] | None:
+        return _resolve(self.max_batch) if self.max_batch else None
+
+    def resolve_command(self) -> Callable[..., Any] | None:
+        return _resolve(self.command) if self.command else None
+
+    def resolve_follow_up(self) -> Callable[..., FollowUp | None] | None:
+        return _resolve(self.follow_up) if self.follow_up else None
+
+
+def _resolve(ref: str) -> Callable[..., Any]:
+    module_name, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return,unused-ignore]
+
+
+@lru_cache
+def registry() -> dict[str, JobKind]:
+    kinds: dict[str, JobKind] = {}
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            kind = entry_point.load()
+        except Exception:  # a broken plug-in must not take the API down with it
+            log.exception("job kind %r failed to load; it is not offered", entry_point.name)
+            continue
+        if not isinstance(kind, JobKind) or kind.name != entry_point.name:
+            log.error(
+                "entry point %r is not a JobKind named %r", entry_point.value, entry_point.name
+            )
+            continue
+        kinds.setdefault(kind.name, kind)
+    for kind in _kinds_from_modules(os.environ.get(KIND_MODULES_ENV, "")):
+        kinds.setdefault(kind.name, kind)
+    return kinds
+
+
+def _kinds_from_modules(names: str) -> list[JobKind]:
+    """Kinds named by the server setting GPUDECK_KIND_MODULES: comma-separated importable
+    modules, each exposing `KIND: JobKind` (for kinds not packaged with an entry point).
+    An operator's setting, read from the environment; never a request field."""
+    found = []
+    for name in filter(None, (n.strip() for n in names.split(","))):
+        try:
+            kind = getattr(importlib.import_module(name), "KIND", None)
+        except Exception:
+            log.exception("job kind module %r failed to import; it is not offered", name)
+            continue
+        if isinstance(kind, JobKind):
+            found.append(kind)
+        else:
+            log.error("module %r has no KIND of type JobKind", name)
+    return found
+
+
+def get_kind(name: str) -> JobKind | None:
+    return registry().get(name)
+
+
+def resumes_from_checkpoint(name: str) -> bool:
+    """Whether resuming a job of this kind needs a checkpoint (an unknown kind: assume so)."""
+    kind = get_kind(name)
+    return kind is None or kind.resumes_from == "checkpoint"

@@ -1,0 +1,49 @@
+"""The `sae` job kind: sparse autoencoders on activation vectors, saved in SAELens's layout.
+
+This module is what the registry loads (entry point `sae = "gpudeck.kinds.sae:KIND"`): the
+config model and references to the code, nothing that imports torch.
+"""
+
+from __future__ import annotations
+
+from gpudeck.engine.kinds import Chart, JobKind, Series
+from gpudeck.kinds.sae.config import SaeConfig
+
+KIND = JobKind(
+    name="sae",
+    description=(
+        "Sparse autoencoder on activation vectors: TopK, BatchTopK, JumpReLU or standard ReLU"
+        " (SAELens-compatible checkpoints)"
+    ),
+    config_model=SaeConfig,
+    train="gpudeck.kinds.sae.train:train",
+    estimate_memory="gpudeck.kinds.sae.memory:estimate_sae",
+    check_inputs="gpudeck.kinds.sae.data:check_inputs",
+    max_batch="gpudeck.kinds.sae.memory:max_batch_size",
+    batch_size_field="batch_size",
+    steps_field="steps",
+    charts=(
+        Chart(
+            "Loss",
+            (
+                Series("overall_loss", "overall"),
+                Series("mse_loss", "MSE"),
+                Series("l1_loss", "L1"),  # standard
+                Series("l0_loss", "L0 penalty"),  # jumprelu
+                Series("auxk_loss", "AuxK"),  # topk, batchtopk
+            ),
+            log_y=True,
+        ),
+        Chart("L0 (active features per sample)", (Series("l0", "L0"),)),
+        Chart("Explained variance", (Series("explained_variance", "explained variance"),)),
+        Chart("Dead latents", (Series("dead_features", "dead"),)),
+        Chart("Throughput", (Series("activations_per_s", "activations/s"),)),
+    ),
+    summary_metrics=(
+        Series("overall_loss", "loss"),
+        Series("l0", "L0"),
+        Series("explained_variance", "explained var."),
+        Series("dead_features", "dead features"),
+    ),
+    warm_estimate=True,
+)

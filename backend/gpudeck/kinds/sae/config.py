@@ -1,0 +1,249 @@
+"""The `sae` job kind's configuration: every knob a user sets for one SAE training run.
+
+Validated by the API at submit time and again by the trainer, so a bad value is a 422 naming
+the field, never a crashed rank.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class SyntheticDataset(BaseModel):
+    """Seeded superposition data with known ground-truth directions, so quality is measurable."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    type: Literal["synthetic"] = "synthetic"
+    num_features: int = Field(
+        default=512,
+        title="true features",
+        ge=1,
+        le=1_000_000,
+        description="ground-truth directions",
+    )
+    active_features: float = Field(
+        default=5.0,
+        title="active per sample",
+        gt=0,
+        le=1000,
+        description="expected true features active per sample",
+    )
+    num_samples: int = Field(default=1_000_000, title="samples", ge=1, le=10**10)
+
+
+class FileDataset(BaseModel):
+    """Activation vectors in a `.safetensors` or `.npy` file under the data directory, [N, d_in]."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    type: Literal["file"] = "file"
+    path: str = Field(
+        title="file",
+        min_length=1,
+        max_length=512,
+        description="relative to <data_dir>/datasets; no '..' or absolute paths",
+        pattern=r"^[A-Za-z0-9_][A-Za-z0-9_./-]*\.(safetensors|npy)$",
+    )
+    tensor_name: str | None = Field(
+        default=None,
+        title="tensor name",
+        max_length=128,
+        description="tensor to read from a .safetensors file",
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _inside_datasets(cls, value: str) -> str:
+        # The pattern already refuses a leading '/'; this refuses climbing out with '..'.
+        if ".." in value.split("/"):
+            raise ValueError("must stay inside the datasets directory (no '..')")
+        return value
+
+
+Dataset = Annotated[SyntheticDataset | FileDataset, Field(discriminator="type")]
+
+
+class DdpOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    bucket_cap_mb: float = Field(default=25.0, title="bucket cap (MB)", gt=0, le=4096)
+    gradient_as_bucket_view: bool = True
+    broadcast_buffers: bool = False
+
+
+Architecture = Literal["standard", "topk", "batchtopk", "jumprelu"]
+
+
+class SaeConfig(BaseModel):
+    """One SAE training run: the architecture, its sparsity knob, the data and the schedule.
+
+    The defaults make a sparse, useful SAE on any data scale: TopK with k 5 (so L0 is 5 by
+    construction), d_sae 8 x d_in, activations rescaled to norm sqrt(d_in). On the default
+    synthetic data (5 true features per sample) they recover the true features (mmcs > 0.95,
+    see tests/kinds/sae/test_quality.py and docs/sae.md).
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    architecture: Architecture = Field(
+        default="topk",
+        description=(
+            "topk: exactly k latents per sample; batchtopk: k per sample on average over the"
+            " batch; jumprelu: learned thresholds with an L0 penalty; standard: ReLU + L1"
+        ),
+    )
+    k: int = Field(
+        default=5,
+        ge=1,
+        le=65_536,
+        description="topk/batchtopk: active latents per sample, the expected L0",
+    )
+    d_in: int = Field(default=64, ge=1, le=65_536, description="activation width")
+    d_sae: int = Field(
+        default=512, ge=1, le=4_194_304, description="dictionary size; 8 to 32 x d_in is usual"
+    )
+    l1_coefficient: float = Field(
+        default=5.0,
+        title="L1 coefficient",
+        ge=0,
+        le=1e6,
+        description="standard only: weight of the L1 penalty (on normalised activations)",
+    )
+    l0_coefficient: float = Field(
+        default=0.01,
+        title="L0 coefficient",
+        ge=0,
+        le=1e6,
+        description="jumprelu only: weight of the L0 penalty (latents per sample)",
+    )
+    jumprelu_bandwidth: float = Field(
+        default=0.05,
+        gt=0,
+        le=100,
+        description="jumprelu only: width of the straight-through window",
+    )
+    jumprelu_init_threshold: float = Field(
+        default=0.01, ge=0, le=1e6, description="jumprelu only: initial threshold"
+    )
+    aux_k_coefficient: float = Field(
+        default=1 / 32,
+        title="AuxK coefficient",
+        ge=0,
+        le=1e6,
+        description="topk/batchtopk: weight of the loss that revives dead latents (Gao et al.)",
+    )
+    dead_window_steps: int = Field(
+        default=200,
+        title="dead after",
+        ge=1,
+        le=100_000_000,
+        description="steps without firing after which a latent counts as dead",
+    )
+    batchtopk_threshold_lr: float = Field(
+        default=0.01,
+        ge=0,
+        le=1,
+        description="batchtopk: rate of the running threshold saved for inference",
+    )
+    normalize_activations: Literal["none", "expected_average_only_in"] = Field(
+        default="expected_average_only_in",
+        description=(
+            "expected_average_only_in: scale inputs so their mean norm is about sqrt(d_in)"
+            " (a power of 2, folded into the saved weights), so defaults work at any scale"
+        ),
+    )
+    b_dec_init: Literal["zeros", "mean"] = Field(
+        default="mean", description="decoder bias starts at 0 or at the data mean"
+    )
+    sparse_decoder: bool = Field(
+        default=True,
+        description=(
+            "topk, batchtopk: decode by gathering the active decoder rows and give gradient "
+            "only to the active latents, instead of dense matmuls (same result, faster)"
+        ),
+    )
+    lr: float = Field(default=4e-3, title="learning rate", gt=0, le=10)
+    adam_beta1: float = Field(default=0.9, ge=0, lt=1)
+    adam_beta2: float = Field(default=0.999, ge=0, lt=1)
+    batch_size: int = Field(
+        default=512,
+        title="batch size",
+        ge=1,
+        le=1_048_576,
+        description="global batch, split evenly across ranks",
+    )
+    steps: int = Field(default=2400, ge=1, le=100_000_000)
+    # Schedules, with SAELens's names and shapes; each is clipped to the run (see
+    # `schedule_lengths`), so a short run with the defaults is valid, just shorter-scheduled.
+    lr_warm_up_steps: int = Field(
+        default=100, ge=0, le=100_000_000, description="lr rises linearly from lr/n to lr"
+    )
+    lr_decay_steps: int = Field(
+        default=1200, ge=0, le=100_000_000, description="lr falls linearly to 0 over the last n"
+    )
+    l1_warm_up_steps: int = Field(
+        default=0,
+        ge=0,
+        le=100_000_000,
+        description="the L1/L0 coefficient rises linearly from 0 over the first n steps",
+    )
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    grad_clip_norm: float | None = Field(default=None, gt=0, le=1e6)
+    dataset: Dataset = Field(default_factory=SyntheticDataset, title="dataset")
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
+    checkpoint_interval: int = Field(
+        default=500, title="checkpoint every", ge=1, le=100_000_000, description="in steps"
+    )
+    metrics_interval: int = Field(
+        default=10, title="metrics every", ge=1, le=1_000_000, description="in steps"
+    )
+    ddp: DdpOptions = Field(default_factory=DdpOptions, title="DDP")
+
+    @model_validator(mode="after")
+    def _check_size(self) -> SaeConfig:
+        # W_enc + W_dec alone; past this no device we know of holds even the parameters.
+        if 2 * self.d_in * self.d_sae > 16 * 1024**3:
+            raise ValueError("d_in * d_sae is too large: the weights alone exceed 64 GiB")
+        if self.architecture in ("topk", "batchtopk") and self.k > self.d_sae:
+            raise ValueError(f"k ({self.k}) must be at most d_sae ({self.d_sae})")
+        return self
+
+    @property
+    def coefficient_name(self) -> str:
+        """The sparsity loss's metric name (SAELens's): l1_loss or l0_loss; '' for TopK."""
+        return {"standard": "l1_loss", "jumprelu": "l0_loss"}.get(self.architecture, "")
+
+    @property
+    def sparsity_coefficient(self) -> float:
+        return self.l0_coefficient if self.architecture == "jumprelu" else self.l1_coefficient
+
+    def schedule_lengths(self) -> tuple[int, int, int]:
+        """(lr warm-up, lr decay, l1 warm-up) in steps, clipped to the run.
+
+        Warm-ups are cut to `steps`; the decay to what the lr warm-up leaves, so the two never
+        overlap. A default config with few steps is therefore always valid.
+        """
+        lr_warm_up = min(self.lr_warm_up_steps, self.steps)
+        lr_decay = min(self.lr_decay_steps, self.steps - lr_warm_up)
+        return lr_warm_up, lr_decay, min(self.l1_warm_up_steps, self.steps)
+
+    def lr_factor(self, step: int) -> float:
+        """Multiplier of `lr` for 0-based step `step`, as SAELens's constant scheduler with
+        warm-up and decay: (step+1)/warm_up while warming, (steps-step)/decay while decaying."""
+        lr_warm_up, lr_decay, _ = self.schedule_lengths()
+        if step < lr_warm_up:
+            return (step + 1) / lr_warm_up
+        if lr_decay and step >= self.steps - lr_decay:
+            return max(0.0, (self.steps - step) / lr_decay)
+        return 1.0
+
+    def coefficient_at(self, step: int) -> float:
+        """The L1 (standard) or L0 (jumprelu) coefficient of 0-based step `step`: SAELens's
+        linear warm-up from 0 over l1_warm_up_steps. TopK models ignore it."""
+        _, _, l1_warm_up = self.schedule_lengths()
+        if step < l1_warm_up:
+            return self.sparsity_coefficient * step / l1_warm_up
+        return self.sparsity_coefficient

@@ -1,0 +1,260 @@
+"""Peak device memory per rank of an `sae` training step, before launch, with a breakdown.
+
+The step itself comes from a fake-tensor trace of the trainer's own `train_step`
+(memory_trace.py): exact to the byte against the CPU allocator, and rounded as the CUDA caching
+allocator rounds. The trace also gives DDP's bucket-rebuild overlap (the first iteration's flat
+bucket, still referenced by the process group's last all-reduce when the second step rebuilds
+the buckets): it depends on thread scheduling, so the estimate takes the worst case and adds it.
+Two terms are added from outside the trace, each documented in docs/memory.md:
+
+- cuBLAS workspace: allocated by torch through the caching allocator on the first matmul of a
+  stream, so `torch.cuda.max_memory_allocated` counts it. 32 MiB, the size PyTorch picks on
+  Hopper (sm90, pytorch/pytorch#120925); smaller GPUs use less, so this errs high.
+- framework reserve: what the process holds outside the caching allocator and NVML still
+  counts (CUDA context and loaded kernels, NCCL's communication buffers). Assumed, see below.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from functools import lru_cache
+
+import torch
+
+from gpudeck.engine.kinds import DeviceType, MemoryComponent, MemoryEstimate
+from gpudeck.kinds.sae.config import SaeConfig
+from gpudeck.kinds.sae.memory_trace import CUDA_BLOCK_BYTES, TraceResult, TraceSpec, trace
+
+MiB = 1024**2
+CUBLAS_WORKSPACE_BYTES = 32 * MiB
+# CUDA context + lazily loaded kernels of a PyTorch process: 300-600 MiB on recent GPUs with
+# CUDA_MODULE_LOADING=LAZY (PyTorch's default); we take the top of that range.
+CUDA_CONTEXT_BYTES = 512 * MiB
+# NCCL: NCCL_BUFFSIZE (4 MiB) per channel, per peer, for each protocol buffer, plus
+# LL/LL128 buffers; a ring/tree communicator on one node is typically a few hundred MiB.
+NCCL_BYTES = 512 * MiB
+TORCH_VERSION = torch.__version__.split("+")[0]
+
+
+def estimate_sae(
+    config: SaeConfig, world_size: int = 1, *, device_type: DeviceType = "cuda"
+) -> MemoryEstimate:
+    """Peak memory per device of one rank training `config` on `world_size` ranks."""
+    if world_size < 1 or config.batch_size % world_size:
+        raise ValueError(f"batch_size {config.batch_size} does not split across {world_size} ranks")
+    # One trace at a time: concurrent first requests for a config (a burst of submissions)
+    # would otherwise each trace it, all holding the GIL, before the cache has the answer.
+    with _TRACE_LOCK:
+        return _estimate_cached(config.model_dump_json(), world_size, device_type)
+
+
+_TRACE_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=512)
+def _estimate_cached(config_json: str, world_size: int, device_type: DeviceType) -> MemoryEstimate:
+    config = SaeConfig.model_validate_json(config_json)
+    per_rank_batch = config.batch_size // world_size
+    result = _trace_cached(trace_spec(config, per_rank_batch, device_type))
+    return _assemble(config, result, world_size, per_rank_batch, device_type)
+
+
+@lru_cache(maxsize=512)
+def _trace_cached(spec: TraceSpec) -> TraceResult:
+    return trace(spec)
+
+
+def trace_spec(config: SaeConfig, per_rank_batch: int, device_type: DeviceType) -> TraceSpec:
+    on_cuda = device_type == "cuda"
+    return TraceSpec(
+        d_in=config.d_in,
+        d_sae=config.d_sae,
+        batch=per_rank_batch,
+        dtype=config.dtype,
+        l1_coefficient=config.sparsity_coefficient,
+        grad_clip_norm=config.grad_clip_norm,
+        lr=config.lr,
+        betas=(config.adam_beta1, config.adam_beta2),
+        foreach=on_cuda,  # torch.optim.Adam's default for CUDA parameters; CPU uses the loop
+        block_bytes=CUDA_BLOCK_BYTES if on_cuda else 1,
+        ddp=True,  # sae.wrap_ddp wraps every run, one rank included
+        gradient_as_bucket_view=config.ddp.gradient_as_bucket_view,
+        architecture=config.architecture,
+        k=config.k,
+        sparse_decoder=config.sparse_decoder,
+    )
+
+
+def _assemble(
+    config: SaeConfig,
+    r: TraceResult,
+    world_size: int,
+    per_rank_batch: int,
+    device_type: DeviceType,
+) -> MemoryEstimate:
+    on_cuda = device_type == "cuda"
+    workspace = CUBLAS_WORKSPACE_BYTES if on_cuda else 0
+    reserve = _reserve(world_size, device_type)
+    peak_step = r.peak_bytes + r.rebuild_bytes + workspace
+    return MemoryEstimate(
+        bytes_per_device=peak_step + reserve,
+        peak_step_bytes=peak_step,
+        breakdown=[
+            *_traced_components(config, r, per_rank_batch),
+            *_added_components(workspace, reserve),
+        ],
+        method=_method(device_type),
+        world_size=world_size,
+        per_rank_batch=per_rank_batch,
+        dtype=config.dtype,
+        device_type=device_type,
+    )
+
+
+def _traced_components(
+    config: SaeConfig, r: TraceResult, per_rank_batch: int
+) -> list[MemoryComponent]:
+    kinds = r.peak_by_kind
+    # Buckets and the batch are tracked as "Other"; with gradient_as_bucket_view a bucket is
+    # re-tagged "Gradient" once it holds one. Their sum does not depend on that, so split it.
+    gradients = kinds["Gradient"] + kinds["Other"] - r.batch_bytes - r.bucket_bytes
+    opt_at_peak = kinds["Optstate"]  # MemTracker also files the step's temporaries here
+    state = min(opt_at_peak, r.optimizer_state_bytes)
+    temporaries = kinds["Temp"] + opt_at_peak - state
+    rows = [
+        ("parameters", kinds["Parameter"] + kinds["Buffer"], "W_enc, b_enc, W_dec, b_dec"),
+        ("gradients", gradients, "parameter gradients live at the peak"),
+        ("optimizer_state", state, "Adam exp_avg, exp_avg_sq and step"),
+        ("activations", kinds["Activation"], "forward outputs kept for backward"),
+        ("temporaries", temporaries, "backward and optimizer-step intermediates at the peak"),
+        ("input_batch", r.batch_bytes, f"{per_rank_batch} x {config.d_in} per rank"),
+        ("ddp_buckets", r.bucket_bytes, _bucket_note(config)),
+        (
+            "ddp_bucket_rebuild",
+            r.rebuild_bytes,
+            "first iteration's bucket, held by the last all-reduce while step 2 rebuilds buckets",
+        ),
+    ]
+    return [MemoryComponent(name=n, bytes=b, note=note) for n, b, note in rows]
+
+
+def _added_components(workspace: int, reserve: int) -> list[MemoryComponent]:
+    return [
+        MemoryComponent(
+            name="cublas_workspace",
+            bytes=workspace,
+            note="cuBLAS workspace of the default stream, Hopper's size; inside the allocator",
+        ),
+        MemoryComponent(
+            name="framework_reserve",
+            bytes=reserve,
+            note="outside the allocator: CUDA context 512 MiB, NCCL 512 MiB with >1 rank",
+        ),
+    ]
+
+
+def _reserve(world_size: int, device_type: DeviceType) -> int:
+    if device_type != "cuda":
+        return 0
+    return CUDA_CONTEXT_BYTES + (NCCL_BYTES if world_size > 1 else 0)
+
+
+def _bucket_note(config: SaeConfig) -> str:
+    if config.ddp.gradient_as_bucket_view:
+        return "DDP buckets; gradients are views into them (gradient_as_bucket_view=True)"
+    return "DDP buckets beside the gradients (gradient_as_bucket_view=False)"
+
+
+def _method(device_type: DeviceType) -> str:
+    rounding = (
+        "buffers rounded to 512 B as the CUDA caching allocator does"
+        if device_type == "cuda"
+        else "CPU allocator, no rounding"
+    )
+    adam = (
+        "Adam foreach=True (CUDA default)"
+        if device_type == "cuda"
+        else "Adam single-tensor loop (CPU default)"
+    )
+    return (
+        "fake-tensor trace of 2 real train_step calls (FakeTensorMode + MemTracker, "
+        f"torch {TORCH_VERSION}); {adam}; {rounding}; eager in-place gradient accumulation "
+        "restored; DDP Reducer buckets emulated by hooks, plus the old bucket that can outlive "
+        "their rebuild in step 2 (worst case); cuBLAS workspace and framework reserve added as "
+        "constants (docs/memory.md)"
+    )
+
+
+def heuristic_bytes(config: SaeConfig, world_size: int = 1) -> int:
+    """The common rule of thumb (params x bytes x 4 + batch x d_in x bytes x 2). Not an estimate:
+    it misses the batch x d_sae activations; kept to show how far off it is (bench/estimate.py)."""
+    itemsize = 2 if config.dtype == "bfloat16" else 4
+    params = 2 * config.d_in * config.d_sae + config.d_in + config.d_sae
+    return params * itemsize * 4 + config.batch_size // world_size * config.d_in * itemsize * 2
+
+
+def max_batch_size(
+    config: SaeConfig,
+    world_size: int,
+    bytes_free_per_device: int,
+    *,
+    safety_margin_bytes: int = 0,
+    device_type: DeviceType = "cuda",
+) -> int:
+    """The largest global batch (a multiple of world_size) whose estimate fits; 0 if none does.
+
+    The peak is a maximum of terms affine in the batch, so two traces give a line to solve;
+    the answer is then checked (and stepped) against real traces, which the cache keeps.
+    """
+    budget = bytes_free_per_device - safety_margin_bytes
+    limit = 1_048_576 // world_size  # SaeConfig.batch_size's bound, per rank
+
+    def fits(per_rank: int) -> bool:
+        update = {"batch_size": per_rank * world_size}
+        cfg = config.model_copy(update=update)
+        return (
+            _estimate_cached(cfg.model_dump_json(), world_size, device_type).bytes_per_device
+            <= budget
+        )
+
+    if not fits(1):
+        return 0
+    if fits(limit):
+        return limit * world_size
+    guess = _affine_guess(config, world_size, device_type, budget, limit)
+    low, high = _bracket(fits, guess, limit)
+    while high - low > 1:  # invariant: fits(low) and not fits(high)
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low * world_size
+
+
+def _affine_guess(
+    config: SaeConfig, world_size: int, device_type: DeviceType, budget: int, limit: int
+) -> int:
+    a, b = min(1024, limit // 2), min(2048, limit)
+    f_a, f_b = (_bytes_at(config, n, world_size, device_type) for n in (a, b))
+    slope = (f_b - f_a) / max(b - a, 1)
+    if slope <= 0:
+        return limit
+    return max(1, min(limit, int(a + (budget - f_a) / slope)))
+
+
+def _bytes_at(config: SaeConfig, per_rank: int, world_size: int, device_type: DeviceType) -> int:
+    resized = config.model_copy(update={"batch_size": per_rank * world_size})
+    return _estimate_cached(resized.model_dump_json(), world_size, device_type).bytes_per_device
+
+
+def _bracket(fits: Callable[[int], bool], guess: int, limit: int) -> tuple[int, int]:
+    """(low, high) with fits(low) true and fits(high) false, found by galloping from guess."""
+    step = 1  # the affine guess is usually exact or off by a few
+    if fits(guess):
+        low = guess
+        while low + step < limit and fits(low + step):
+            low, step = low + step, step * 2
+        return low, min(limit, low + step)
+    high = guess
+    while high - step > 1 and not fits(high - step):
+        high, step = high - step, step * 2
+    return max(1, high - step), high

@@ -1,0 +1,132 @@
+"""Training metrics with SAELens's names, aggregated over all ranks.
+
+Every rank calls `MetricsTracker.observe` each step (cheap, no collective) and `compute` at the
+same steps (two small all_reduces): losses, l0 and explained variance are over the global
+batch; timing is rank 0's plus the slowest rank's.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.distributed as dist
+
+from gpudeck.kinds.sae.model import SaeOutput
+
+DEAD_WINDOW_STEPS = 1000  # a feature that has not fired in this many steps is dead
+
+
+def _all_reduce(tensor: torch.Tensor, op: dist.ReduceOp.RedOpType) -> torch.Tensor:
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        dist.all_reduce(tensor, op=op)
+    return tensor
+
+
+class MetricsTracker:
+    def __init__(self, *, d_sae: int, global_batch: int, start_step: int, device: torch.device):
+        self.global_batch = global_batch
+        self.start_step = start_step
+        self.device = device
+        # Step of each feature's last firing on this rank; start_step means "not in this run".
+        self.last_fired = torch.full((d_sae,), start_step, dtype=torch.int64, device=device)
+        self._steps = 0
+        self._t0 = time.perf_counter()
+
+    def observe(self, step: int, fired: torch.Tensor) -> None:
+        self.last_fired.masked_fill_(fired, step)
+        self._steps += 1
+
+    def _timing(self) -> tuple[float, float]:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        now = time.perf_counter()
+        elapsed, steps = now - self._t0, max(1, self._steps)
+        self._t0, self._steps = now, 0
+        return elapsed / steps, self.global_batch * steps / max(elapsed, 1e-9)
+
+    @torch.no_grad()
+    def compute(
+        self, step: int, batch: torch.Tensor, output: SaeOutput, sparsity_name: str
+    ) -> dict[str, float]:
+        """Call on every rank at the same steps; returns the same losses everywhere.
+        `sparsity_name`: the sparsity loss's metric name (l1_loss, l0_loss; '' for none)."""
+        x, x_hat = batch.double(), output.sae_out.double()
+        n = x.shape[0]
+        scalars = torch.stack(
+            [
+                output.mse_loss.double() * n,
+                output.sparsity_loss.double() * n,
+                output.aux_loss.double() * n,
+                output.latents.active_count().double(),
+                (x_hat - x).pow(2).sum(),
+                torch.tensor(float(n), dtype=torch.float64, device=x.device),
+            ]
+        )
+        sums = _all_reduce(torch.cat([scalars, x.sum(0), x.pow(2).sum(0)]), dist.ReduceOp.SUM)
+        step_time_s, activations_per_s = self._timing()
+        maxes = torch.cat(
+            [
+                self.last_fired.double(),
+                torch.tensor([step_time_s], dtype=torch.float64, device=self.device),
+            ]
+        )
+        maxes = _all_reduce(maxes, dist.ReduceOp.MAX).cpu()
+        metrics = _loss_metrics(sums.cpu(), x.shape[1], sparsity_name)
+        window = min(DEAD_WINDOW_STEPS, step - self.start_step)
+        metrics["dead_features"] = float((maxes[:-1] <= step - window).sum())
+        metrics["activations_per_s"] = activations_per_s
+        metrics["step_time_s"] = step_time_s
+        metrics["step_time_max_s"] = float(maxes[-1])
+        return metrics
+
+
+def _loss_metrics(sums: torch.Tensor, d_in: int, sparsity_name: str) -> dict[str, float]:
+    mse_sum, sparsity_sum, aux_sum, l0_sum, sq_err, n = sums[:6].tolist()
+    sum_x, sum_x2 = sums[6 : 6 + d_in], sums[6 + d_in :]
+    total_variance = float((sum_x2 - sum_x.pow(2) / n).sum())
+    metrics = {
+        "mse_loss": mse_sum / n,
+        "overall_loss": (mse_sum + sparsity_sum + aux_sum) / n,
+        "l0": l0_sum / n,
+        # SAELens's definition: 1 - summed squared error / summed variance around the mean.
+        "explained_variance": 1.0 - sq_err / max(total_variance, 1e-12),
+    }
+    if sparsity_name:
+        metrics[sparsity_name] = sparsity_sum / n
+    else:  # the TopK family: AuxK is their only loss beside the MSE
+        metrics["auxk_loss"] = aux_sum / n
+    return metrics
+
+
+class DeadLatents:
+    """Global steps since each latent last fired, updated every step (one small all_reduce
+    when there are several ranks), so the AuxK dead mask is the same on every rank and is what
+    one rank with the whole batch would see."""
+
+    def __init__(self, d_sae: int, window: int, device: torch.device) -> None:
+        self.window = window
+        self.steps_since_fired = torch.zeros(d_sae, dtype=torch.int64, device=device)
+        self.any_dead = False
+
+    def mask(self) -> torch.Tensor | None:
+        """Dead latents, or None when there are none (AuxK then costs nothing)."""
+        return self.steps_since_fired >= self.window if self.any_dead else None
+
+    def observe(self, fired: torch.Tensor) -> None:
+        fired_any = _all_reduce(fired.to(torch.int32), dist.ReduceOp.MAX).bool()
+        self.steps_since_fired.add_(1).masked_fill_(fired_any, 0)
+        # One host sync per step (SAELens has the same); the same answer on every rank.
+        self.any_dead = bool((self.steps_since_fired >= self.window).any())
+
+    def restore(self, steps_since_fired: torch.Tensor) -> None:
+        self.steps_since_fired.copy_(steps_since_fired)
+        self.any_dead = bool((self.steps_since_fired >= self.window).any())
+
+
+@torch.no_grad()
+def mmcs(true_features: torch.Tensor, w_dec: torch.Tensor) -> float:
+    """Mean over true features of the max cosine similarity with any decoder row."""
+    true_unit = torch.nn.functional.normalize(true_features.float(), dim=1)
+    dec_unit = torch.nn.functional.normalize(w_dec.detach().float().cpu(), dim=1)
+    return float((true_unit @ dec_unit.T).max(dim=1).values.mean())

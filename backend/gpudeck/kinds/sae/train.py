@@ -1,0 +1,347 @@
+"""The `sae` job kind: train an SAE of any architecture with DDP, calling `model.train_step`.
+
+Every rank builds the same model from the seed, takes its slice of each global batch
+(data.GlobalBatchLoader) and steps; DDP averages gradients so the run matches one rank with
+the whole batch. Rank 0 checkpoints in SAELens's layout; resume restores weights, Adam state,
+RNG and the data position exactly. The lr and L1 schedules are functions of the step
+(`SaeConfig.lr_factor`, `SaeConfig.l1_coefficient_at`), so resume needs no scheduler state.
+
+A loss that becomes NaN or Inf fails the job, naming the first such step of any rank; the
+check runs before every report and checkpoint, so no checkpoint of NaN weights is ever written
+and the last good one stays the newest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from gpudeck.engine import checkpoint
+from gpudeck.engine.context import TrainContext
+from gpudeck.kinds.sae.arch import build_sae
+from gpudeck.kinds.sae.config import FileDataset, SaeConfig
+from gpudeck.kinds.sae.data import (
+    ActivationStats,
+    DataPosition,
+    GlobalBatchLoader,
+    SyntheticSource,
+    activation_stats,
+    open_source,
+)
+from gpudeck.kinds.sae.metrics import DeadLatents, MetricsTracker, mmcs
+from gpudeck.kinds.sae.model import Sae, SaeOutput, train_step
+
+SPARSITY_FILE = "sparsity.safetensors"  # SAELens's name: log10 feature density, key "sparsity"
+SAE_LENS_VERSION = "6.0.0"  # the cfg.json format we write (SAELens >= 6 reads it as is)
+PEAK_MEMORY_AFTER_STEPS = 3
+# The first non-finite step is kept on the device as 4 * step + what, so that one all_reduce
+# MIN over ranks finds the earliest; NO_BAD_STEP when every step so far was finite.
+NO_BAD_STEP = 2**62
+_NON_FINITE = ("loss became nan", "loss became inf", "weights became non-finite")
+
+
+class NonFiniteLoss(FloatingPointError):
+    pass
+
+
+@dataclass
+class _Run:
+    config: SaeConfig
+    model: Sae
+    scale: float  # activation normalisation (data.activation_stats)
+    dead: DeadLatents | None  # global per-step firing, for AuxK (topk family only)
+    ddp: DistributedDataParallel
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    loader: GlobalBatchLoader
+    metrics: MetricsTracker
+    true_features: torch.Tensor | None
+    step: int
+    last_saved: int
+    first_bad: torch.Tensor  # see NO_BAD_STEP
+    # Per-latent firing counts on this rank since the last checkpoint (sparsity.safetensors).
+    fire_counts: torch.Tensor
+
+
+def build_model(
+    config: SaeConfig, device: torch.device, stats: ActivationStats | None = None
+) -> Sae:
+    """The config's SAE, initialised from the seed (and the data mean for b_dec)."""
+    model = build_sae(config)
+    b_dec = stats.mean if stats is not None and config.b_dec_init == "mean" else None
+    model.initialize(torch.Generator().manual_seed(config.seed), b_dec)
+    return model.to(device)
+
+
+def wrap_ddp(
+    model: torch.nn.Module, config: SaeConfig, device: torch.device, *, init_sync: bool = True
+) -> DistributedDataParallel:
+    """`init_sync=False` skips the start-up broadcast of rank 0's weights: only a world of one
+    (the memory measurement) may skip it."""
+    return DistributedDataParallel(
+        model,
+        device_ids=[device.index or 0] if device.type == "cuda" else None,
+        bucket_cap_mb=config.ddp.bucket_cap_mb,
+        gradient_as_bucket_view=config.ddp.gradient_as_bucket_view,
+        # The SAE has no buffers; this is the non-deprecated spelling of broadcast_buffers.
+        forward_sync_buffers=config.ddp.broadcast_buffers,
+        init_sync=init_sync,
+    )
+
+
+def sae_lens_cfg(config: SaeConfig, model: Sae, scale: float) -> dict[str, Any]:
+    """cfg.json as `sae_lens.SAE.load_from_disk` reads it: the inference config of the
+    architecture (BatchTopK saves as JumpReLU, as SAELens does) + metadata. The activation
+    scale is folded into the weights, so normalize_activations is "none", as SAELens writes
+    after folding its own scaling factor."""
+    dataset = config.dataset
+    dataset_path = dataset.path if isinstance(dataset, FileDataset) else "gpudeck:synthetic"
+    metadata = {
+        "sae_lens_version": SAE_LENS_VERSION,
+        "sae_lens_training_version": SAE_LENS_VERSION,
+        "model_name": "gpudeck",
+        "hook_name": "gpudeck",
+        "hook_layer": 0,
+        "hook_head_index": None,
+        "context_size": 1,  # activations arrive as independent vectors, not sequences
+        "dataset_path": dataset_path,
+        "prepend_bos": False,
+    }
+    return {
+        "architecture": model.sae_lens_architecture,
+        "d_in": config.d_in,
+        "d_sae": config.d_sae,
+        "dtype": config.dtype,
+        "device": "cpu",
+        "apply_b_dec_to_input": True,
+        "normalize_activations": "none",
+        "reshape_activations": "none",
+        "activation_fn": "relu",
+        **model.sae_lens_fields(),
+        **metadata,  # pre-6.0 readers look for these at the top level
+        "metadata": metadata,
+        "gpudeck": {
+            "architecture": config.architecture,
+            "activation_scale": scale,
+            "l1_coefficient": config.l1_coefficient,
+            "lr": config.lr,
+            "lr_warm_up_steps": config.lr_warm_up_steps,
+            "lr_decay_steps": config.lr_decay_steps,
+            "l1_warm_up_steps": config.l1_warm_up_steps,
+            **({"k": config.k} if config.architecture in ("topk", "batchtopk") else {}),
+            **(
+                {"l0_coefficient": config.l0_coefficient}
+                if config.architecture == "jumprelu"
+                else {}
+            ),
+        },
+    }
+
+
+def _save(ctx: TrainContext, run: _Run) -> None:
+    named = list(run.model.named_parameters())
+    state_tensors = {
+        "step": torch.tensor(run.step, dtype=torch.int64),
+        **checkpoint.optimizer_tensors(run.optimizer, named),
+        **checkpoint.rng_tensors(),
+        **{f"buffer.{name}": b.detach() for name, b in run.model.named_buffers()},
+    }
+    if run.dead is not None:
+        state_tensors["dead.steps_since_fired"] = run.dead.steps_since_fired
+    state = {
+        "step": run.step,
+        "epoch": run.loader.state.epoch,
+        "position": run.loader.state.position,
+        "config": run.config.model_dump(mode="json"),
+        "world_size": ctx.world_size,
+        "torch_version": torch.__version__,
+        "activation_scale": run.scale,
+    }
+    weights = run.model.export_weights(run.scale)
+    cfg = sae_lens_cfg(run.config, run.model, run.scale)
+    sparsity = {SPARSITY_FILE: {"sparsity": log_feature_density(ctx, run)}}
+    ctx.save_checkpoint(run.step, weights, cfg, state_tensors, state, sparsity)
+    run.last_saved = run.step
+    run.fire_counts.zero_()
+
+
+def log_feature_density(ctx: TrainContext, run: _Run) -> torch.Tensor:
+    """log10(fraction of samples each latent fired on + 1e-10), as SAELens writes it, over the
+    steps since the previous checkpoint (SAELens: over its feature-sampling window). Counts are
+    summed over ranks: a collective, and every rank saves at the same steps. The window
+    restarts at each checkpoint, so a resumed run needs no saved counts."""
+    counts = run.fire_counts.clone()
+    if dist.is_initialized() and ctx.world_size > 1:
+        dist.all_reduce(counts)
+    samples = max(1, (run.step - run.last_saved) * run.config.batch_size)
+    return torch.log10(counts / samples + 1e-10).float()
+
+
+def _restore(ctx: TrainContext, model: Sae, scale: float) -> tuple[int, DataPosition, Any]:
+    """Load weights into `model`; returns (step, data position, the checkpoint for the rest)."""
+    if ctx.resume_from is None:
+        return 0, DataPosition(), None
+    ckpt = checkpoint.load_checkpoint(ctx.resume_from)
+    saved_scale = float(ckpt.state.get("activation_scale", 1.0))
+    if saved_scale != scale:
+        raise ValueError(f"the checkpoint's activation scale {saved_scale} differs from {scale}")
+    model.load_exported(ckpt.weights, scale)
+    with torch.no_grad():
+        for name, buffer in model.named_buffers():
+            buffer.copy_(ckpt.state_tensors[f"buffer.{name}"])
+    position = DataPosition(epoch=int(ckpt.state["epoch"]), position=int(ckpt.state["position"]))
+    if ctx.is_main:
+        ctx.log(f"resumed from {ctx.resume_from} at step {ckpt.step}")
+    return ckpt.step, position, ckpt
+
+
+def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
+    source = open_source(config, ctx.data_dir)
+    stats = activation_stats(source, config)
+    model = build_model(config, ctx.device, stats)
+    step, position, ckpt = _restore(ctx, model, stats.scale)
+    ddp = wrap_ddp(model, config, ctx.device)
+    optimizer = torch.optim.Adam(
+        model.parameters(), lr=config.lr, betas=(config.adam_beta1, config.adam_beta2)
+    )
+    if ckpt is not None:
+        named = list(model.named_parameters())
+        checkpoint.load_optimizer_tensors(optimizer, named, ckpt.state_tensors)
+        checkpoint.restore_rng(ckpt.state_tensors)
+    scheduler = lr_scheduler(optimizer, config, step)
+    loader = GlobalBatchLoader(
+        source,
+        global_batch=config.batch_size,
+        rank=ctx.rank,
+        world_size=ctx.world_size,
+        seed=config.seed,
+        start=position,
+    )
+    tracker = MetricsTracker(
+        d_sae=config.d_sae, global_batch=config.batch_size, start_step=step, device=ctx.device
+    )
+    features = source.features if isinstance(source, SyntheticSource) else None
+    first_bad = torch.tensor(NO_BAD_STEP, dtype=torch.int64, device=ctx.device)
+    dead = None
+    if config.architecture in ("topk", "batchtopk"):
+        dead = DeadLatents(config.d_sae, config.dead_window_steps, ctx.device)
+        if ckpt is not None:
+            dead.restore(ckpt.state_tensors["dead.steps_since_fired"])
+    return _Run(
+        config,
+        model,
+        stats.scale,
+        dead,
+        ddp,
+        optimizer,
+        scheduler,
+        loader,
+        tracker,
+        features,
+        step,
+        step,
+        first_bad,
+        torch.zeros(config.d_sae, dtype=torch.float64, device=ctx.device),
+    )
+
+
+def lr_scheduler(
+    optimizer: torch.optim.Optimizer, config: SaeConfig, step: int
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """The lr schedule, positioned so the optimizer's lr is that of 0-based step `step`.
+
+    Built from the step alone (no saved state), so a resumed run gets the very same lrs.
+    """
+    for group in optimizer.param_groups:
+        group["initial_lr"] = config.lr  # LambdaLR's base lr when starting past step 0
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, config.lr_factor, last_epoch=step - 1)
+
+
+def _report(ctx: TrainContext, run: _Run, batch: torch.Tensor, output: SaeOutput) -> None:
+    metrics = run.metrics.compute(run.step, batch, output, run.config.coefficient_name)
+    if ctx.is_main:
+        if run.true_features is not None:
+            metrics["mmcs"] = mmcs(run.true_features, run.model.W_dec)
+        ctx.report(run.step, metrics)
+        ctx.progress(run.step, run.config.steps)
+
+
+def _one_step(run: _Run, device: torch.device) -> tuple[torch.Tensor, SaeOutput]:
+    batch = run.loader.next_batch().to(device, non_blocking=True)
+    if run.scale != 1.0:
+        batch = batch * run.scale
+    batch = batch.to(run.model.W_enc.dtype)
+    output = train_step(
+        run.ddp,
+        run.optimizer,
+        batch,
+        coefficient=run.config.coefficient_at(run.step),
+        grad_clip_norm=run.config.grad_clip_norm,
+        dead_mask=run.dead.mask() if run.dead is not None else None,
+    )
+    run.scheduler.step()  # sets the lr of the next step
+    run.step += 1
+    counts = output.latents.fire_counts(run.config.d_sae)
+    run.fire_counts += counts
+    fired = counts > 0
+    run.metrics.observe(run.step, fired)
+    if run.dead is not None:
+        run.dead.observe(fired)
+    _watch_loss(run, output.loss.detach())
+    return batch, output
+
+
+def _watch_loss(run: _Run, loss: torch.Tensor) -> None:
+    """Remember the first step whose loss was NaN or Inf, on the device (no sync per step)."""
+    what = torch.where(torch.isnan(loss), 0, 1)
+    code = 4 * run.step + what
+    fresh = ~torch.isfinite(loss) & (run.first_bad == NO_BAD_STEP)
+    run.first_bad = torch.where(fresh, code, run.first_bad)
+
+
+def _check_finite(ctx: TrainContext, run: _Run, *, weights: bool) -> None:
+    """Raise NonFiniteLoss naming the first bad step of any rank. A collective: every rank
+    calls it at the same steps. `weights`: also check the parameters (before a checkpoint)."""
+    first = run.first_bad.clone()
+    if weights and first.item() == NO_BAD_STEP:
+        finite = all(bool(torch.isfinite(p).all()) for p in run.model.parameters())
+        if not finite:
+            first.fill_(4 * run.step + 2)
+    if dist.is_initialized() and ctx.world_size > 1:
+        dist.all_reduce(first, op=dist.ReduceOp.MIN)
+    code = int(first.item())
+    if code != NO_BAD_STEP:
+        raise NonFiniteLoss(f"{_NON_FINITE[code % 4]} at step {code // 4}")
+
+
+def train(ctx: TrainContext, config: SaeConfig) -> None:
+    """Train until config.steps or a stop request; checkpoint periodically and at the end."""
+    run = _setup(ctx, config)
+    start = run.step
+    try:
+        while run.step < config.steps and not ctx.should_stop():
+            batch, output = _one_step(run, ctx.device)
+            if run.step - start == PEAK_MEMORY_AFTER_STEPS:
+                ctx.report_peak_memory(run.step)
+            report_due = run.step % config.metrics_interval == 0 or run.step == config.steps
+            save_due = run.step % config.checkpoint_interval == 0
+            if report_due or save_due:
+                _check_finite(ctx, run, weights=save_due)
+            if report_due:
+                _report(ctx, run, batch, output)
+            if save_due:
+                _save(ctx, run)
+            del batch, output  # free activations before the next step's forward
+        _check_finite(ctx, run, weights=True)
+        if run.step > run.last_saved:  # the end, or a cancel: keep what was trained
+            _save(ctx, run)
+        ctx.report_peak_memory(run.step)
+        ctx.progress(run.step, config.steps)
+    finally:
+        # The DDP reducer must be gone before destroy_process_group (pytorch issue #56297).
+        del run.ddp
+        del run

@@ -1,0 +1,76 @@
+"""What a script job may run, by the server's settings: an entrypoint under a code root, a
+configured interpreter, environment names from the allow-list. Called at submit (a refusal
+is a 422 naming the field) and again at launch (the files may have changed since)."""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+from gpudeck.core.config import Settings, get_settings
+from gpudeck.engine.kinds import InputError
+from gpudeck.kinds.script.config import ScriptConfig
+
+# Set by GPUDeck itself: a job cannot choose them.
+RESERVED_ENV_PREFIXES = ("GPUDECK_", "TORCHELASTIC_", "CUDA_")
+
+
+def resolve_entrypoint(entrypoint: str, roots: list[Path]) -> tuple[Path, Path]:
+    """(the file, its code root), both resolved; symlinks are followed before the check."""
+    path = PurePosixPath(entrypoint)
+    if ".." in path.parts:
+        raise InputError("entrypoint", "'..' is not allowed in the path")
+    if path.suffix != ".py":
+        raise InputError("entrypoint", "must be a .py file")
+    if not roots:
+        raise InputError("entrypoint", "no code root is configured on this server")
+    resolved_roots = [root.resolve() for root in roots]
+    candidates = [Path(path)] if path.is_absolute() else [root / path for root in resolved_roots]
+    for candidate in candidates:
+        real = candidate.resolve()
+        root = next((r for r in resolved_roots if real.is_relative_to(r)), None)
+        if root is None:
+            raise InputError("entrypoint", "is outside the code roots")
+        if real.is_file():
+            return real, root
+    raise InputError("entrypoint", "no such file under the code roots")
+
+
+def code_root(config: ScriptConfig, settings: Settings) -> Path:
+    """The directory the job runs in: the entrypoint's root, or the first root for a module."""
+    if config.entrypoint is not None:
+        return resolve_entrypoint(config.entrypoint, settings.code_roots)[1]
+    if not settings.code_roots:
+        raise InputError("module", "no code root is configured on this server")
+    return settings.code_roots[0].resolve()
+
+
+def interpreter(config: ScriptConfig, settings: Settings) -> str:
+    known = settings.interpreters
+    if config.python not in known:
+        raise InputError("python", f"unknown interpreter; configured: {', '.join(sorted(known))}")
+    return known[config.python]
+
+
+def check_env(config: ScriptConfig, settings: Settings) -> None:
+    allowed = settings.env_allowlist
+    for name in config.env:
+        if name.startswith(RESERVED_ENV_PREFIXES) or name not in allowed:
+            raise InputError(f"env.{name}", "not in the server's allow-list of variable names")
+
+
+def host_memory(config: ScriptConfig, settings: Settings) -> int:
+    """The job's host memory limit: what it asked for, at most the server's."""
+    most = settings.host_memory_max_bytes
+    if config.host_memory_bytes is None:
+        return most
+    if config.host_memory_bytes > most:
+        raise InputError("host_memory_bytes", f"more than this server allows ({most} bytes)")
+    return config.host_memory_bytes
+
+
+def check_inputs(config: ScriptConfig, data_dir: Path, settings: Settings | None = None) -> None:
+    settings = settings or get_settings()
+    code_root(config, settings)
+    interpreter(config, settings)
+    check_env(config, settings)
+    host_memory(config, settings)

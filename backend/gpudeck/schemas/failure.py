@@ -1,0 +1,43 @@
+"""A failed job's cause in one line, read from the error text the worker stored.
+
+The worker stores `rank N failed: ...` followed by the rank's traceback, or `rank N was killed
+by SIGKILL (...); the end of its log:` followed by that log. People want the last exception
+line (what went wrong), not the first traceback line (where the program started)."""
+
+from __future__ import annotations
+
+import re
+
+MAX_CHARS = 300
+TRACEBACK_HEADER = "Traceback (most recent call last):"
+MEMORY_LIMIT = "host memory limit"  # engine/host_memory.exceeded_text
+_RANK = re.compile(r"^rank (\d+)\b")
+
+
+def _last_exception_line(lines: list[str]) -> str | None:
+    """The exception line of the last traceback: the first unindented line after its frames
+    (a multi-line message continues below it; a chained exception has its own header)."""
+    starts = [i for i, line in enumerate(lines) if line.strip() == TRACEBACK_HEADER]
+    if not starts:
+        return None
+    for line in lines[starts[-1] + 1 :]:
+        if line.strip() and not line[:1].isspace():
+            return line.strip()
+    return None
+
+
+def failure_cause(error: str | None) -> str | None:
+    """One line saying why a job ended, or None when it has no error text."""
+    if not error or not error.strip():
+        return None
+    lines = error.strip().splitlines()
+    first = lines[0].strip()
+    exception = _last_exception_line(lines)
+    rank = _RANK.match(first)
+    if first.startswith(MEMORY_LIMIT):  # the verdict comes first; the traceback follows it
+        cause = first
+    elif exception is not None and "was killed by" not in first:
+        cause = f"rank {rank.group(1)}: {exception}" if rank else exception
+    else:
+        cause = first.split("; the end of its log:")[0].rstrip(":").strip()
+    return cause if len(cause) <= MAX_CHARS else cause[: MAX_CHARS - 1] + "…"

@@ -1,0 +1,256 @@
+"""The queue in the database: read the cluster into the pure pass (services.queue_plan), apply
+its decisions, and show why each waiting job waits. Takes a Session, never commits.
+
+A waiting job is `queued` with no live allocation; a placed one is `queued` with allocations,
+dispatched to its worker. A start goes through `allocation.reserve`, the same insert as an
+explicit request: the partial unique index still decides every race.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from sqlalchemy import ColumnElement, and_, exists, func, select
+from sqlalchemy.orm import Session
+
+from gpudeck.models import Allocation, Device, Job, JobRun, JobStatus, UserQuota
+from gpudeck.schemas.jobs import QueueInfo
+from gpudeck.services import job_state
+from gpudeck.services.allocation import Chosen, reserve
+from gpudeck.services.errors import GpuBusy
+from gpudeck.services.placement import LiveMemory, usable
+from gpudeck.services.queue_plan import Dev, Holding, Plan, Policy, Quota, Start, Waiting, plan
+
+
+def has_live_allocation() -> ColumnElement[bool]:
+    return exists().where(Allocation.job_id == Job.id, Allocation.released_at.is_(None))
+
+
+def is_waiting() -> ColumnElement[bool]:
+    """Queued and holding nothing: the scheduler's to place."""
+    return and_(Job.status == JobStatus.queued, ~has_live_allocation())
+
+
+def waiting_on_node(session: Session, node: str) -> bool:
+    return bool(session.scalar(select(exists().where(is_waiting(), Job.node == node))))
+
+
+def free_devices(session: Session, node: str) -> int:
+    """Devices of the node with no live allocation and no external process (unlocked)."""
+    held = exists().where(
+        Allocation.node == Device.node,
+        Allocation.gpu_uuid == Device.uuid,
+        Allocation.released_at.is_(None),
+    )
+    query = select(func.count()).where(
+        Device.node == node, ~held, func.jsonb_array_length(Device.external_processes) == 0
+    )
+    return int(session.scalar(query) or 0)
+
+
+def queued_count(session: Session, owner: str) -> int:
+    query = select(func.count()).where(Job.owner == owner, Job.status == JobStatus.queued)
+    return int(session.scalar(query) or 0)
+
+
+def usage_by_owner(session: Session, half_life_s: float) -> dict[str, float]:
+    """Each user's recent device-seconds, halved every `half_life_s` since the use ended (the
+    idea of Slurm's multifactor fair share). Counted per segment on devices (`job_runs`), so a
+    preempted job's earlier stretches count while it waits again; running ones up to now."""
+    end = func.coalesce(JobRun.ended_at, func.now())
+    seconds = func.extract("epoch", end - JobRun.started_at)
+    age = func.extract("epoch", func.now() - end)
+    weight = func.power(0.5, age / half_life_s)
+    rows = session.execute(
+        select(Job.owner, func.sum(Job.world_size * seconds * weight))
+        .join(JobRun, JobRun.job_id == Job.id)
+        .where(age < 20 * half_life_s)
+        .group_by(Job.owner)
+    ).all()
+    return {owner: float(total or 0.0) for owner, total in rows}
+
+
+def quotas(session: Session) -> dict[str, Quota]:
+    return {
+        q.user_name: Quota(q.max_devices, q.max_queued_jobs)
+        for q in session.scalars(select(UserQuota))
+    }
+
+
+def _epoch(value: datetime | None, default: float) -> float:
+    return value.timestamp() if value is not None else default
+
+
+def snapshot(
+    session: Session, live: dict[tuple[str, str], LiveMemory] | None
+) -> tuple[float, list[Dev], list[Holding], list[Waiting]]:
+    """(now, devices, jobs holding devices, waiting jobs) as the pass takes them."""
+    now = _epoch(session.scalar(select(func.now())), 0.0)
+    holds = session.execute(
+        select(
+            Allocation.node,
+            Allocation.gpu_uuid,
+            Job.id,
+            Job.owner,
+            Job.started_at,
+            Job.time_limit_s,
+            Job.priority,
+            Job.preemptible & (Job.status == JobStatus.running),
+            Job.preempt_requested_at.is_not(None),
+        )
+        .join(Job, Job.id == Allocation.job_id)
+        .where(Allocation.released_at.is_(None))
+    ).all()
+    holder: dict[tuple[str, str], int] = {}
+    held: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    meta: dict[int, tuple[str, float, int, bool, bool]] = {}
+    for node, uuid, job_id, owner, started_at, limit, priority, preemptible, stopping in holds:
+        holder[(node, uuid)] = job_id
+        held[job_id].append((node, uuid))
+        meta[job_id] = (owner, _epoch(started_at, now) + limit, priority, preemptible, stopping)
+    holding = [
+        Holding(j, owner, tuple(held[j]), ends, priority, preemptible, stopping)
+        for j, (owner, ends, priority, preemptible, stopping) in meta.items()
+    ]
+    devices = []
+    for d in session.scalars(select(Device)):
+        memory = (live or {}).get((d.node, d.uuid))
+        devices.append(
+            Dev(
+                d.node,
+                d.uuid,
+                d.index,
+                holder=holder.get((d.node, d.uuid)),
+                external=bool(d.external_processes),
+                usable_bytes=usable(memory) if memory is not None else None,
+            )
+        )
+    # Columns, not ORM rows: a queue of 10,000 jobs is read on every pass and every queue view.
+    jobs = session.execute(
+        select(
+            Job.id,
+            Job.owner,
+            Job.node,
+            Job.world_size,
+            Job.created_at,
+            Job.time_limit_s,
+            Job.priority,
+            Job.requested_devices,
+            Job.estimate_bytes_per_device,
+            Job.held,
+            Job.depends_on,
+        ).where(is_waiting())
+    ).all()
+    dep_ids = {int(d) for j in jobs for d in j.depends_on}
+    statuses: dict[int, str] = {}
+    if dep_ids:
+        rows = session.execute(select(Job.id, Job.status).where(Job.id.in_(dep_ids))).all()
+        statuses = {job_id: str(status) for job_id, status in rows}
+    waiting = [
+        Waiting(
+            id=j.id,
+            owner=j.owner,
+            node=j.node,
+            world_size=j.world_size,
+            submitted_at=_epoch(j.created_at, now),
+            time_limit_s=j.time_limit_s,
+            priority=j.priority,
+            requested=tuple(j.requested_devices) if j.requested_devices is not None else None,
+            bytes_per_device=j.estimate_bytes_per_device,
+            held=j.held,
+            dependencies={int(d): statuses.get(int(d), "cancelled") for d in j.depends_on},
+        )
+        for j in jobs
+    ]
+    return now, devices, holding, waiting
+
+
+def compute_plan(
+    session: Session,
+    live: dict[tuple[str, str], LiveMemory] | None,
+    *,
+    half_life_s: float,
+    policy: Policy | None = None,
+) -> Plan:
+    now, devices, holding, waiting = snapshot(session, live)
+    return plan(
+        devices,
+        holding,
+        waiting,
+        now=now,
+        usage=usage_by_owner(session, half_life_s),
+        quotas=quotas(session),
+        policy=policy,
+    )
+
+
+def queue_infos(plan_: Plan) -> dict[int, QueueInfo]:
+    return {
+        job_id: QueueInfo(
+            position=info.position,
+            reason_code=info.reason_code,
+            reason=info.reason,
+            expected_start_at=(
+                datetime.fromtimestamp(info.expected_start, UTC)
+                if info.expected_start is not None
+                else None
+            ),
+        )
+        for job_id, info in plan_.infos.items()
+    }
+
+
+def start(session: Session, decision: Start) -> bool:
+    """Place one job as the pass decided: False when the state moved meanwhile (it was
+    cancelled, held, or placed; or another request took a device first: the index said no)."""
+    job = job_state.lock_job(session, decision.job_id)
+    if job.status != JobStatus.queued or job.held:
+        return False
+    live = exists().where(Allocation.job_id == job.id, Allocation.released_at.is_(None))
+    if session.scalar(select(live)):
+        return False
+    try:
+        reserve(session, job, [Chosen(d.node, d.uuid, d.index) for d in decision.devices])
+    except GpuBusy:
+        return False
+    return True
+
+
+def preempt(session: Session, victim_id: int, for_job_id: int) -> bool:
+    """Ask the worker of a running preemptible job to stop it (SIGTERM, a final checkpoint)
+    and queue it again (services.runs.requeue_job); False if it is no longer one to stop."""
+    job = job_state.lock_job(session, victim_id)
+    if job.status != JobStatus.running or not job.preemptible or job.cancel_requested:
+        return False
+    if job.preempt_requested_at is None:
+        job.preempt_requested_at = func.now()
+        job.preempted_by_job_id = for_job_id
+    return True
+
+
+def cancel_waiting(session: Session, job_id: int, reason: str) -> bool:
+    """Cancel a waiting job whose dependency failed; False if it is no longer waiting."""
+    job = job_state.lock_job(session, job_id)
+    if job.status != JobStatus.queued:
+        return False
+    job_state.transition(session, job_id, JobStatus.cancelled, error=reason)
+    return True
+
+
+def ordered_waiting(session: Session, infos: dict[int, QueueInfo], owner: str | None) -> list[Job]:
+    ids = sorted(infos, key=lambda i: infos[i].position)
+    if not ids:
+        return []
+    query = select(Job).where(Job.id.in_(ids), is_waiting())
+    if owner is not None:
+        query = query.where(Job.owner == owner)
+    by_id = {j.id: j for j in session.scalars(query)}
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def jobs_waiting(session: Session, ids: Sequence[int]) -> set[int]:
+    if not ids:
+        return set()
+    return set(session.scalars(select(Job.id).where(Job.id.in_(list(ids)), is_waiting())))

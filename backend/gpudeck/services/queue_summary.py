@@ -1,0 +1,130 @@
+"""Where a job stands the moment it is submitted, without a pass of its own.
+
+A pass over 10,000 waiting jobs is too dear for every submit (200 clients submit at once), so
+the scheduler leaves a small summary of its last pass in Redis: how many waiting jobs there
+are of each priority and owner's usage (the order's keys, counted), each user's fair-share
+usage, and when each device is next free once the jobs ahead are placed. The submit answer
+reads the new job's position, reason and expected start from it: one Redis GET. It is as of
+that pass (at most a few seconds old): jobs submitted since are not counted, and a backfill
+chance is not seen; GET /api/jobs/{id} runs the full pass.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import redis
+from sqlalchemy.orm import Session
+
+from gpudeck.models import Job
+from gpudeck.schemas.jobs import QueueInfo
+from gpudeck.services import queue
+from gpudeck.services.placement import LiveMemory
+from gpudeck.services.queue_plan import Plan, Policy, plan
+
+SUMMARY_KEY = "gpudeck:queue:summary"
+MAX_AGE_S = 10.0  # older: the scheduler is gone or stuck; the caller runs a pass instead
+
+
+@dataclass(frozen=True)
+class Summary:
+    written_at: float  # wall clock, to tell a stale summary
+    usage: dict[str, float]  # owner -> recent device-seconds (fair share)
+    ahead: list[tuple[int, float, int]]  # (priority, its owner's usage, waiting jobs)
+    free_at: dict[str, dict[str, float | None]]  # node -> uuid -> next free (None: never)
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__)
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> Summary:
+        data = json.loads(raw)
+        data["ahead"] = [tuple(a) for a in data["ahead"]]
+        return cls(**data)
+
+
+def compute(
+    session: Session,
+    live: dict[tuple[str, str], LiveMemory] | None,
+    *,
+    half_life_s: float,
+    policy: Policy | None = None,
+    explain: bool = True,
+) -> tuple[Plan, Summary]:
+    """The scheduler's pass (as queue.compute_plan) and the summary of what it leaves waiting
+    (meaningful only when `explain`: a deciding-only pass reserves nothing ahead)."""
+    now, devices, holding, waiting = queue.snapshot(session, live)
+    usage = queue.usage_by_owner(session, half_life_s)
+    out = plan(
+        devices, holding, waiting, now=now, usage=usage, quotas=queue.quotas(session), policy=policy
+    )
+    counts = Counter((j.priority, usage.get(j.owner, 0.0)) for j in waiting if j.id in out.infos)
+    free_at: dict[str, dict[str, float | None]] = {}
+    for (node, uuid), when in out.free_at.items():
+        free_at.setdefault(node, {})[uuid] = None if math.isinf(when) else when
+    ahead = [(p, u, n) for (p, u), n in sorted(counts.items())]
+    return out, Summary(time.time(), usage, ahead, free_at)
+
+
+def publish(r: redis.Redis, summary: Summary) -> None:
+    r.set(SUMMARY_KEY, summary.to_json(), ex=int(MAX_AGE_S * 6))
+
+
+def read(r: redis.Redis) -> Summary | None:
+    """The last pass's summary; None when there is none fresh enough (or Redis is down)."""
+    try:
+        raw = r.get(SUMMARY_KEY)
+    except redis.RedisError:
+        return None
+    if raw is None:
+        return None
+    summary = Summary.from_json(raw)
+    return summary if time.time() - summary.written_at <= MAX_AGE_S else None
+
+
+def place_of(summary: Summary, job: Job) -> QueueInfo:
+    """A new waiting job's position, reason and expected start as of the summary's pass."""
+    mine = summary.usage.get(job.owner, 0.0)
+    ahead = sum(
+        n for p, u, n in summary.ahead if p > job.priority or (p == job.priority and u <= mine)
+    )
+    if job.held:
+        return QueueInfo(
+            position=ahead + 1,
+            reason_code="held",
+            reason="held: release it to let it start",
+            expected_start_at=None,
+        )
+    if job.depends_on:
+        names = ", ".join(str(d) for d in job.depends_on)
+        return QueueInfo(
+            position=ahead + 1,
+            reason_code="dependency",
+            reason=f"waiting for job {names} to succeed",
+            expected_start_at=None,
+        )
+    node = summary.free_at.get(job.node, {})
+    wanted = job.requested_devices
+    times = [node.get(u) for u in wanted] if wanted is not None else list(node.values())
+    known = sorted(t if t is not None else math.inf for t in times)
+    need = len(known) if wanted is not None else job.world_size
+    when = known[need - 1] if 0 < need <= len(known) else math.inf
+    free_now = sum(1 for t in known if t <= summary.written_at)
+    if free_now >= need:
+        code, reason = "priority", f"priority: {ahead} jobs ahead of it in the queue"
+    else:
+        code, reason = (
+            "devices_busy",
+            (f"devices busy: needs {need} on {job.node}, {free_now} free after the jobs ahead"),
+        )
+    return QueueInfo(
+        position=ahead + 1,
+        reason_code=code,
+        reason=reason,
+        expected_start_at=None if math.isinf(when) else datetime.fromtimestamp(when, UTC),
+    )

@@ -1,0 +1,48 @@
+"""GET /api/jobs/{id}/follow-up: a kind that offers none is a 404, a source that ended without
+output a 409; an extraction's SAE gets d_in from the model until cfg.json says it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi.testclient import TestClient
+from harness import register_devices
+from sqlalchemy.orm import Session
+
+from gpudeck.core.config import Settings
+
+EXTRACTION = {"model": "m", "input": "ids.npy", "hook": "transformer.h.0", "output": "acts/x"}
+
+
+def _job(client: TestClient, kind: str, config: dict[str, Any]) -> int:
+    body = {"kind": kind, "config": config, "count": 1, "hold": True}
+    created = client.post("/api/jobs", json=body)
+    assert created.status_code == 201, created.text
+    return int(created.json()["id"])
+
+
+def test_follow_ups_by_kind_and_state(client: TestClient, db: Session, settings: Settings) -> None:
+    register_devices(db)
+    (settings.data_dir / "models" / "m").mkdir(parents=True)
+    (settings.data_dir / "models" / "m" / "config.json").write_text(json.dumps({"n_embd": 48}))
+    sae = _job(client, "sae", {})
+    answer = client.get(f"/api/jobs/{sae}/follow-up")
+    assert answer.status_code == 404 and answer.json()["detail"]["code"] == "no_follow_up"
+
+    extraction = _job(client, "activations", EXTRACTION)
+    follow = client.get(f"/api/jobs/{extraction}/follow-up").json()
+    assert follow["config"]["d_in"] == 48 and follow["depends_on"] == [extraction]
+    assert "hidden size" in follow["note"]
+    out = settings.data_dir / "datasets" / "acts" / "x"
+    out.mkdir(parents=True)
+    dataset = {"type": "file", "path": "acts/x/activations.safetensors"}
+    (out / "cfg.json").write_text(json.dumps({"d_in": 96, "sae_dataset": dataset}))
+    assert client.get(f"/api/jobs/{extraction}/follow-up").json()["config"]["d_in"] == 96
+
+    assert client.post(f"/api/jobs/{extraction}/cancel").status_code == 200
+    ended = client.get(f"/api/jobs/{extraction}/follow-up")
+    assert ended.status_code == 409 and ended.json()["detail"]["code"] == "no_output"
+    kinds = {k["name"]: k for k in client.get("/api/kinds").json()}
+    assert kinds["activations"]["offers_follow_up"] and not kinds["sae"]["offers_follow_up"]
+    assert kinds["activations"]["resumes_from"] == "output"

@@ -1,0 +1,299 @@
+"""Two nodes on one machine as separate hosts. Each node (`gpudeck node`: its worker and its
+sampler, admitted by the token `gpudeck nodes add` issued) runs in a network namespace of its own
+(tests/e2e/netns.py), with its own data directory and node name, both against the test's one
+Postgres and Redis. A job across the two nodes trains as one job on one node does, a torchrun
+script spans them, and killing one node's worker ends the job everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import netns
+import psutil
+import pytest
+import torch
+from e2e_helpers import BACKEND, LEASE_S, WorkerProcess, wait_status, worker_env
+from fastapi.testclient import TestClient
+from safetensors.torch import load_file
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from gpudeck.cli.nodes import TOKEN_ENV
+from gpudeck.core.config import Settings, get_settings
+from gpudeck.core.linux import die_with_parent
+from gpudeck.engine import kinds
+from gpudeck.services.nodes import issue_token
+
+WHY_NOT = netns.available()
+pytestmark = pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
+
+REPO = BACKEND.parent
+EXAMPLE = REPO / "examples" / "scripts" / "ddp_train.py"
+MIB = 1024**2
+TERMINAL = {"succeeded", "failed", "cancelled", "lost", "timeout"}
+# node-a is the first node of the jobs across nodes; node-b also holds the one-node reference run,
+# and each keeps a device for the script job, which runs alongside the SAE jobs.
+DEVICES = {"node-a": 3, "node-b": 7}
+SAE_CONFIG: dict[str, Any] = {
+    "d_in": 16,
+    "d_sae": 64,
+    "batch_size": 64,
+    "steps": 30,
+    "metrics_interval": 10,
+    "checkpoint_interval": 30,
+    "seed": 1,
+    "dataset": {
+        "type": "synthetic",
+        "num_features": 32,
+        "active_features": 3,
+        "num_samples": 100_000,
+    },
+}
+
+
+@dataclass
+class Node:
+    name: str
+    address: str
+    data_dir: Path
+    process: WorkerProcess  # `gpudeck node`: its worker and its sampler
+
+    def run_dir(self, job_id: int) -> Path:
+        return self.data_dir / "jobs" / str(job_id)
+
+    def worker_pid(self) -> int:
+        children = psutil.Process(self.process.proc.pid).children()
+        return next(c.pid for c in children if "worker" in c.cmdline())
+
+
+def node_urls(settings: Settings, forwarder: netns.Forwarder) -> tuple[str, str]:
+    """The test's database and Redis URLs as a node reaches them: through the forwarder on the
+    bridge (the stores listen on loopback or on a Unix socket, both out of a namespace's reach)."""
+    database = make_url(str(settings.database_url))
+    socket_dir = database.query.get("host")  # an embedded Postgres: its socket's directory
+    if isinstance(socket_dir, str) and socket_dir.startswith("/"):
+        target: netns.Target = f"{socket_dir}/.s.PGSQL.{database.port or 5432}"
+        database = database.difference_update_query(["host"])
+    else:
+        target = (database.host or "127.0.0.1", database.port or 5432)
+    database = database.set(host=forwarder.host, port=forwarder.forward(target))
+    redis_url = urlsplit(str(settings.redis_url))
+    if redis_url.scheme == "unix":  # an embedded Redis: unix:///path?db=N
+        db = parse_qs(redis_url.query).get("db", ["0"])[0]
+        port = forwarder.forward(redis_url.path)
+    else:
+        db = redis_url.path.strip("/") or "0"
+        port = forwarder.forward((redis_url.hostname or "127.0.0.1", redis_url.port or 6379))
+    return database.render_as_string(hide_password=False), f"redis://{forwarder.host}:{port}/{db}"
+
+
+def _spawn(hosts: netns.Hosts, node: str, args: list[str], env: dict[str, str], log: Path) -> Any:
+    import subprocess
+
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            hosts.command(node, [sys.executable, "-m", "gpudeck", *args]),
+            cwd=BACKEND,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=lambda: die_with_parent(15),
+        )
+    return WorkerProcess(proc, log)
+
+
+@pytest.fixture
+def cluster(
+    settings: Settings,
+    session_factory: sessionmaker[Session],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[dict[str, Node]]:
+    code_root = tmp_path / "code"
+    code_root.mkdir()
+    shutil.copy(EXAMPLE, code_root)
+    script_env = {
+        "GPUDECK_KIND_MODULES": "gpudeck.kinds.script",
+        "GPUDECK_SCRIPT_CODE_ROOTS": str(code_root),
+        "GPUDECK_SCRIPT_INTERPRETERS": f"default={sys.executable}",
+    }
+    for name, value in script_env.items():
+        monkeypatch.setenv(name, value)
+    kinds.registry.cache_clear()
+    get_settings.cache_clear()
+    hosts = netns.Hosts(list(DEVICES))
+    hosts.up()
+    forwarder = netns.Forwarder(hosts.gateway)
+    started: list[WorkerProcess] = []
+    try:
+        database_url, redis_url = node_urls(settings, forwarder)
+        nodes = {}
+        for name, count in DEVICES.items():
+            data_dir = tmp_path / name
+            env = worker_env(
+                settings,
+                **script_env,
+                GPUDECK_DATABASE_URL=database_url,
+                GPUDECK_REDIS_URL=redis_url,
+                GPUDECK_DATA_DIR=str(data_dir),
+                GPUDECK_NODE_NAME=name,
+                GPUDECK_NODE_ADDRESS=hosts.address[name],
+                GPUDECK_SIMULATED_DEVICES=f"{count}x80GiB",
+                GLOO_SOCKET_IFNAME="eth0",  # the interface the other node reaches
+            )
+            with session_factory() as session:
+                env[TOKEN_ENV] = issue_token(session, name)  # `gpudeck nodes add <name>`
+                session.commit()
+            process = _spawn(hosts, name, ["node"], env, tmp_path / f"{name}.log")
+            started.append(process)
+            nodes[name] = Node(name, hosts.address[name], data_dir, process)
+        for node in nodes.values():
+            node.process.wait_ready()
+        yield nodes
+    finally:
+        for part in started:
+            part.stop(timeout_s=30)
+        forwarder.close()
+        hosts.down()
+        kinds.registry.cache_clear()
+        get_settings.cache_clear()
+
+
+def wait_devices(api: TestClient, expected: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while len(api.get("/api/gpus").json()) < expected:
+        assert time.monotonic() < deadline, "the nodes' samplers registered no devices"
+        time.sleep(0.2)
+
+
+def submit(
+    api: TestClient, kind: str, config: dict[str, Any], devices: list[tuple[str, int]]
+) -> int:
+    body = {
+        "kind": kind,
+        "config": config,
+        "devices": [{"node": node, "index": index} for node, index in devices],
+    }
+    created = api.post("/api/jobs", json=body)
+    assert created.status_code == 201, created.text
+    return int(created.json()["id"])
+
+
+def final_weights(node: Node, job_id: int) -> dict[str, torch.Tensor]:
+    steps = sorted(
+        (node.data_dir / "checkpoints" / str(job_id)).glob("step_*"),
+        key=lambda p: int(p.name.removeprefix("step_")),
+    )
+    return load_file(steps[-1] / "sae_weights.safetensors")
+
+
+def rank_pids(nodes: dict[str, Node], job_id: int) -> list[int]:
+    import json
+
+    pids = []
+    for node in nodes.values():
+        record = node.run_dir(job_id) / "launch.json"
+        if record.exists():
+            pids += json.loads(record.read_text())["pids"]
+    return pids
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is not a running rank: its parent (a killed worker) may not have reaped it yet.
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_running_everywhere(api: TestClient, follower: Node, job_id: int) -> None:
+    """Running, with ranks on the second node too, and past the rendezvous (a metric came)."""
+    wait_status(api, job_id, {"running"}, timeout_s=60)
+    deadline = time.monotonic() + 60
+    metrics = f"/api/jobs/{job_id}/metrics"
+    while (
+        not (follower.run_dir(job_id) / "launch.json").exists()
+        or not (api.get(metrics).json()["items"])
+    ):
+        assert time.monotonic() < deadline, f"job {job_id} never trained on both nodes"
+        time.sleep(0.1)
+
+
+@pytest.mark.long
+def test_two_nodes_train_as_one_run_a_torchrun_script_and_end_together(
+    client: TestClient, cluster: dict[str, Node]
+) -> None:
+    a, b = cluster["node-a"], cluster["node-b"]
+    wait_devices(client, sum(DEVICES.values()))
+    listed = {n["name"]: n for n in client.get("/api/nodes").json()}
+    assert {n: (v["address"], v["online"]) for n, v in listed.items()} == {
+        "node-a": (a.address, True),
+        "node-b": (b.address, True),
+    }
+
+    # 2 nodes x 2 ranks against 1 node x 4 ranks: the same global ranks, the same weights;
+    # meanwhile a torchrun script across the two nodes (static rendezvous on node-a's address).
+    across = submit(
+        client, "sae", SAE_CONFIG, [("node-a", 0), ("node-a", 1), ("node-b", 0), ("node-b", 1)]
+    )
+    alone = submit(client, "sae", SAE_CONFIG, [("node-b", i) for i in range(2, 6)])
+    config = {"entrypoint": "ddp_train.py", "args": ["--steps", "20", "--seed", "3"]}
+    config["memory_per_device_bytes"] = 256 * MIB
+    script = submit(client, "script", config, [("node-a", 2), ("node-b", 6)])
+    for job_id in (across, alone, script):
+        job = wait_status(client, job_id, TERMINAL, timeout_s=120)
+        assert job["status"] == "succeeded", job["error"]
+    contract_b = (b.run_dir(across) / "contract.json").read_text()
+    assert f'"master_addr": "{a.address}"' in contract_b and '"node_rank": 1' in contract_b
+    assert sorted(p.name for p in b.run_dir(across).glob("rank*.log")) == [
+        "rank2.log",
+        "rank3.log",
+    ]
+    ours, reference = final_weights(a, across), final_weights(b, alone)
+    assert ours.keys() == reference.keys()
+    for name, tensor in ours.items():
+        assert tensor.dtype == torch.float32
+        assert (tensor - reference[name]).abs().max().item() <= 1e-5, name
+    assert "final_loss" in (a.run_dir(script) / "rank0.log").read_text()
+    assert (b.run_dir(script) / "rank1.log").exists()  # torchrun on node-b ran global rank 1
+
+    # A cancel reaches both nodes: every rank stops at the same step, rank 0 checkpoints.
+    long_config = {**SAE_CONFIG, "steps": 100_000, "checkpoint_interval": 100_000}
+    four = [("node-a", 0), ("node-a", 1), ("node-b", 0), ("node-b", 1)]
+    cancelled = submit(client, "sae", long_config, four)
+    wait_running_everywhere(client, b, cancelled)
+    assert client.post(f"/api/jobs/{cancelled}/cancel").status_code == 200
+    job = wait_status(client, cancelled, TERMINAL, timeout_s=30)
+    assert job["status"] == "cancelled", job
+    assert final_weights(a, cancelled)  # the final checkpoint, on the first node
+    assert not [g for g in client.get("/api/gpus").json() if g["held_by"]]
+    assert not [p for p in rank_pids(cluster, cancelled) if alive(p)]
+
+    # Killing one node's worker mid-run ends the job on both nodes and frees all four devices.
+    doomed = submit(client, "sae", long_config, four)
+    wait_running_everywhere(client, b, doomed)
+    killed_at = time.monotonic()
+    os.kill(b.worker_pid(), 9)  # `gpudeck node` restarts it: the job must end all the same
+    job = wait_status(client, doomed, TERMINAL, timeout_s=LEASE_S + 10)
+    assert job["status"] in {"failed", "lost"}, job
+    assert time.monotonic() - killed_at <= LEASE_S + 10
+    held = [g for g in client.get("/api/gpus").json() if g["held_by"]]
+    assert not held, held
+    pids = rank_pids(cluster, doomed)
+    assert len(pids) == 4
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in pids if alive(p)], "a rank outlived its job"

@@ -1,0 +1,154 @@
+"""Checkpoint layout (SAELens-loadable), atomicity under SIGKILL, retention."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from rankrunner import make_spec, read_events, run_ranks, tiny_config, write_checkpoints_forever
+
+from gpudeck.engine import checkpoint
+from gpudeck.kinds.sae.config import SaeConfig
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+# What sae_lens.SAE.load_from_disk (SAELens 6.x) needs: StandardSAEConfig's fields, the
+# architecture to pick the class, a version >= 6 so no pre-6.0 defaulting applies, and the
+# four parameters of StandardSAE under these names, loaded with strict load_state_dict.
+SAE_LENS_REQUIRED = {
+    "d_in",
+    "d_sae",
+    "dtype",
+    "device",
+    "architecture",
+    "apply_b_dec_to_input",
+    "normalize_activations",
+    "sae_lens_version",
+}
+SAE_LENS_METADATA = {"model_name", "hook_name", "context_size", "dataset_path"}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_checkpoint_contents_match_the_config(tmp_path: Path, dtype: str) -> None:
+    config = tiny_config(steps=4, dtype=dtype, checkpoint_interval=2)
+    spec = make_spec(tmp_path, config)
+    assert run_ranks(spec, 2) == [0, 0]
+    ckpt = checkpoint.load_checkpoint(tmp_path / "data/checkpoints/1/step_4")
+    d_in, d_sae, torch_dtype = 16, 64, getattr(torch, dtype)
+    shapes = {"W_enc": (d_in, d_sae), "b_enc": (d_sae,), "W_dec": (d_sae, d_in), "b_dec": (d_in,)}
+    assert {k: tuple(v.shape) for k, v in ckpt.weights.items()} == shapes
+    assert all(v.dtype == torch_dtype and v.is_contiguous() for v in ckpt.weights.values())
+    cfg = ckpt.cfg
+    assert cfg.keys() >= SAE_LENS_REQUIRED
+    assert cfg["metadata"].keys() >= SAE_LENS_METADATA | {"sae_lens_version"}
+    assert (cfg["d_in"], cfg["d_sae"], cfg["dtype"], cfg["device"]) == (d_in, d_sae, dtype, "cpu")
+    assert cfg["architecture"] == "standard" and cfg["apply_b_dec_to_input"] is True
+    assert cfg["normalize_activations"] == "none" and int(cfg["sae_lens_version"][0]) >= 6
+    assert SaeConfig.model_validate(ckpt.state["config"]) == SaeConfig.model_validate(config)
+    assert (ckpt.state["step"], ckpt.state["world_size"]) == (4, 2)
+    assert ckpt.state["position"] == 4 * config["batch_size"]
+    assert {
+        "optim.W_enc.exp_avg",
+        "optim.W_enc.exp_avg_sq",
+        "optim.b_dec.step",
+        "step",
+        "rng.torch_cpu",
+    } <= ckpt.state_tensors.keys()
+    steps = [e["data"]["step"] for e in read_events(spec, "checkpoint")]
+    assert steps == [2, 4]
+
+
+def sae_lens_python() -> Path:
+    """SAELens lives in its own venv (it pulls transformers, datasets, ...; ~1 GB) that
+    `make test` creates: .venv-saelens at the repository root, or GPUDECK_SAELENS_PYTHON."""
+    configured = os.environ.get("GPUDECK_SAELENS_PYTHON")
+    python = Path(configured) if configured else REPO_ROOT / ".venv-saelens" / "bin" / "python"
+    assert python.exists(), f"{python} is missing: `make saelens` installs SAELens for this test"
+    return python
+
+
+SAE_LENS_LOAD = """
+import sys, torch
+from safetensors.torch import load_file
+from sae_lens import SAE
+sae = SAE.load_from_disk(sys.argv[1])
+ours = load_file(sys.argv[1] + "/sae_weights.safetensors")
+x = torch.randn(8, ours["W_enc"].shape[0], dtype=ours["W_enc"].dtype)
+f = torch.relu((x - ours["b_dec"]) @ ours["W_enc"] + ours["b_enc"])
+expected = f @ ours["W_dec"] + ours["b_dec"]
+assert type(sae).__name__ == "StandardSAE", type(sae)
+for name in ("W_enc", "b_enc", "W_dec", "b_dec"):
+    assert torch.equal(getattr(sae, name).detach(), ours[name]), name
+assert torch.allclose(sae(x).detach(), expected, atol=1e-5), "forward pass differs"
+print("loaded", type(sae).__name__, sae.cfg.d_in, sae.cfg.d_sae)
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_sae_lens_loads_the_checkpoint_unchanged(tmp_path: Path, dtype: str) -> None:
+    """The real SAELens (6.x) loads our checkpoint directory as-is and computes the same SAE."""
+    spec = make_spec(tmp_path, tiny_config(steps=2, dtype=dtype))
+    assert run_ranks(spec, 1) == [0]
+    path = checkpoint.latest_checkpoint(spec.checkpoint_dir)
+    assert path is not None
+    result = subprocess.run(
+        [str(sae_lens_python()), "-c", SAE_LENS_LOAD, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "loaded StandardSAE 16 64" in result.stdout
+
+
+def _tensors(step: int) -> dict[str, torch.Tensor]:
+    return {"w": torch.full((256, 256), float(step))}  # the same as write_checkpoints_forever
+
+
+def test_retention_keeps_the_newest_complete(tmp_path: Path) -> None:
+    (tmp_path / ".tmp-step_99-1").mkdir(parents=True)  # a dead writer's leftovers
+    (tmp_path / "step_98").mkdir()  # incomplete: no files
+    for step in range(1, 6):
+        checkpoint.write_checkpoint(
+            tmp_path,
+            step,
+            weights=_tensors(step),
+            cfg={},
+            state_tensors={},
+            state={"step": step},
+            keep=2,
+        )
+    assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["step_4", "step_5"]
+    assert checkpoint.latest_checkpoint(tmp_path) == tmp_path / "step_5"
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+def test_sigkill_mid_write_never_leaves_a_broken_latest(tmp_path: Path) -> None:
+    ctx = mp.get_context("forkserver")
+    rng = random.Random(0)
+    for _ in range(24):
+        proc = ctx.Process(target=write_checkpoints_forever, args=(str(tmp_path),))
+        proc.start()
+        time.sleep(rng.uniform(0.05, 0.4))
+        proc.kill()
+        proc.join()
+        latest = checkpoint.latest_checkpoint(tmp_path)
+        if latest is None:
+            continue
+        ckpt = checkpoint.load_checkpoint(latest)
+        assert ckpt.cfg["step"] == ckpt.step
+        assert torch.equal(ckpt.weights["w"], _tensors(ckpt.step)["w"])
+    assert checkpoint.latest_checkpoint(tmp_path) is not None
+    assert 1 <= len(checkpoint.list_checkpoints(tmp_path)) <= 3
+
+
+def test_latest_of_missing_dir_is_none(tmp_path: Path) -> None:
+    assert checkpoint.latest_checkpoint(tmp_path / "nope") is None
+    assert json.loads(json.dumps(checkpoint.CHECKPOINT_FILES))

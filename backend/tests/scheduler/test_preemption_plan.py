@@ -1,0 +1,123 @@
+"""Preemption in the pure pass: a waiting job stops running preemptible jobs of lower priority
+when their devices let it start, and only then; the fewest victims; never twice. And the
+scheduler's deciding-only pass (explain=False) decides exactly what the explained one does."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpudeck.services.queue_plan import Dev, Holding, Policy, Waiting, plan
+
+NOW = 1000.0
+
+
+def _node(holders: dict[int, int]) -> list[Dev]:
+    """Four devices of node `vm`; `holders` maps an index to the job holding it."""
+    return [Dev("vm", f"u{i}", i, holder=holders.get(i)) for i in range(4)]
+
+
+def _running(job_id: int, *indices: int, priority: int = 0, **flags: bool) -> Holding:
+    keys = tuple(("vm", f"u{i}") for i in indices)
+    return Holding(job_id, "ann", keys, NOW + 3600, priority=priority, **flags)
+
+
+def _waiting(job_id: int, world_size: int, priority: int, **extra: object) -> Waiting:
+    return Waiting(
+        id=job_id,
+        owner="bob",
+        node="vm",
+        world_size=world_size,
+        time_limit_s=600,
+        priority=priority,
+        **{"submitted_at": NOW - 10, **extra},  # type: ignore[arg-type]
+    )
+
+
+def test_a_higher_priority_job_preempts_the_fewest_lower_priority_preemptible_jobs() -> None:
+    holding = [
+        _running(1, 0, preemptible=True),
+        _running(2, 1, 2, preemptible=True),
+        _running(3, 3),  # not preemptible
+    ]
+    out = plan(_node({0: 1, 1: 2, 2: 2, 3: 3}), holding, [_waiting(9, 2, priority=5)], now=NOW)
+    assert out.preempts == [(2, 9)] and out.starts == []
+    info = out.infos[9]
+    assert info.reason_code == "preempting" and "job 2" in info.reason
+    assert info.expected_start == NOW
+
+
+def test_no_preemption_for_equal_priority_a_non_preemptible_holder_or_too_few_devices() -> None:
+    devices = _node({0: 1, 1: 2, 2: 2, 3: 3})
+    holding = [
+        _running(1, 0, preemptible=True),
+        _running(2, 1, 2, priority=5, preemptible=True),
+        _running(3, 3),
+    ]
+    equal = plan(
+        devices, holding, [_waiting(9, 1, priority=5), _waiting(8, 2, priority=0)], now=NOW
+    )
+    assert (1, 9) in equal.preempts and all(victim != 2 for victim, _ in equal.preempts)
+    too_big = plan(devices, holding, [_waiting(7, 3, priority=3)], now=NOW)
+    assert too_big.preempts == [] and too_big.infos[7].reason_code == "devices_busy"
+    named = _waiting(6, 1, priority=9, requested=("u3",))
+    assert plan(devices, holding, [named], now=NOW).preempts == []
+
+
+def test_a_victim_already_stopping_is_not_preempted_again_and_its_devices_stay_claimed() -> None:
+    holding = [_running(1, 0, 1, preemptible=True, stopping=True)]
+    devices = _node({0: 1, 1: 1})
+    high = _waiting(9, 4, priority=5)
+    low = _waiting(10, 1, priority=0, submitted_at=NOW - 100)
+    out = plan(devices, holding, [high, low], now=NOW)
+    assert out.preempts == [] and out.starts == []  # devices 2 and 3 wait for job 9
+    assert out.infos[9].reason_code == "preempting"
+    assert out.infos[10].reason_code == "devices_busy"
+
+
+@st.composite
+def queues(draw: st.DrawFn) -> tuple[list[Dev], list[Holding], list[Waiting]]:
+    devices, holding = [], []
+    for node in ("a", "b"):
+        for i in range(draw(st.integers(1, 6))):
+            key = (node, f"{node}{i}")
+            holder = None
+            if draw(st.booleans()):
+                holder = 100 + len(holding)
+                holding.append(
+                    Holding(
+                        holder,
+                        draw(st.sampled_from("xy")),
+                        (key,),
+                        NOW + draw(st.integers(1, 900)),
+                        priority=draw(st.integers(-2, 2)),
+                        preemptible=draw(st.booleans()),
+                        stopping=draw(st.booleans()),
+                    )
+                )
+            devices.append(Dev(node, key[1], i, holder=holder))
+    waiting = [
+        Waiting(
+            id=i,
+            owner=draw(st.sampled_from("xyz")),
+            node=draw(st.sampled_from("ab")),
+            world_size=draw(st.integers(1, 4)),
+            submitted_at=float(draw(st.integers(0, 999))),
+            time_limit_s=float(draw(st.integers(1, 900))),
+            priority=draw(st.integers(-2, 2)),
+        )
+        for i in range(1, draw(st.integers(1, 15)))
+    ]
+    return devices, holding, waiting
+
+
+@settings(max_examples=200, deadline=None)
+@given(queues(), st.booleans())
+def test_the_deciding_only_pass_decides_what_the_explained_pass_does(
+    queue: tuple[list[Dev], list[Holding], list[Waiting]], backfill: bool
+) -> None:
+    devices, holding, waiting = queue
+    policy = Policy(backfill=backfill)
+    full = plan(devices, holding, waiting, now=NOW, policy=policy)
+    fast = plan(devices, holding, waiting, now=NOW, policy=policy, explain=False)
+    assert (fast.starts, fast.cancels, fast.preempts) == (full.starts, full.cancels, full.preempts)

@@ -1,0 +1,202 @@
+"""A job across nodes, without processes: placement, each node's claim, the end and the reaper."""
+
+from __future__ import annotations
+
+import pytest
+from harness import register_devices
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from gpudeck.models import Job, JobStatus
+from gpudeck.schemas.jobs import JobCreate
+from gpudeck.services import jobs as job_service
+from gpudeck.services import multinode, runs
+from gpudeck.services.errors import Conflict, GpuBusy, InvalidInput
+from gpudeck.services.inventory import list_nodes
+from gpudeck.services.multinode import Part
+from gpudeck.services.nodes import NodeOffline, issue_token, token_admits
+from gpudeck.services.reaper import reap_lost
+
+CONFIG = {"steps": 10, "batch_size": 64}
+
+
+@pytest.fixture
+def two_nodes(db: Session) -> None:
+    register_devices(db, "2x80GiB", node="alpha")
+    register_devices(db, "2x80GiB", node="beta")
+
+
+def across(db: Session, refs: list[tuple[str, int]], **extra: object) -> Job:
+    devices = [{"node": node, "index": index} for node, index in refs]
+    spec = JobCreate.model_validate({"kind": "sae", "config": CONFIG, "devices": devices, **extra})
+    job = job_service.create_job(db, spec, owner="tester")
+    db.commit()
+    return job
+
+
+def test_layout_groups_contiguous_ranks_per_node_and_refuses_interleaving() -> None:
+    assert multinode.layout(["a", "a", "b"]) == [Part("a", 0, 0, 2), Part("b", 1, 2, 1)]
+    with pytest.raises(ValueError, match="not contiguous"):
+        multinode.layout(["a", "b", "a"])
+
+
+def test_ranks_go_node_by_node_from_the_first_node_named(db: Session, two_nodes: None) -> None:
+    job = across(db, [("beta", 1), ("alpha", 0), ("beta", 0), ("alpha", 1)])
+    assert job.node == "beta"
+    placed = [(a.rank, a.node, a.gpu_index) for a in job.allocations]
+    assert placed == [(0, "beta", 1), (1, "beta", 0), (2, "alpha", 0), (3, "alpha", 1)]
+
+
+def test_a_busy_device_on_another_node_refuses_the_whole_job(db: Session, two_nodes: None) -> None:
+    holder = across(db, [("beta", 1)])
+    with pytest.raises(GpuBusy) as info:
+        across(db, [("alpha", 0), ("beta", 1)])
+    db.rollback()
+    busy = info.value.extra["busy"]
+    assert [(b["node"], b["index"], b["held_by_job_id"]) for b in busy] == [("beta", 1, holder.id)]
+    held = db.scalar(text("SELECT count(*) FROM allocations WHERE released_at IS NULL"))
+    assert held == 1  # nothing of the refused job was reserved on alpha
+
+
+def test_a_job_across_nodes_cannot_be_held(db: Session, two_nodes: None) -> None:
+    with pytest.raises(InvalidInput, match="cannot wait"):
+        across(db, [("alpha", 0), ("beta", 0)], hold=True)
+
+
+def claimed(db: Session, job: Job) -> tuple[runs.LaunchPlan, runs.LaunchPlan]:
+    """The first node claims and publishes; the second node joins."""
+    lead = runs.claim_job(db, job.id, "alpha")
+    assert lead is not None and (lead.nnodes, lead.total_world_size) == (2, job.world_size)
+    assert runs.claim_part(db, job.id, "beta") == multinode.WAIT  # no endpoint yet
+    multinode.publish_endpoint(db, job.id, "alpha", "10.0.0.1", 29555)
+    joined = runs.claim_part(db, job.id, "beta")
+    assert isinstance(joined, runs.LaunchPlan)
+    assert runs.claim_part(db, job.id, "beta") is None  # claimed once
+    db.commit()
+    return lead, joined
+
+
+def test_a_node_holding_nothing_of_a_queued_job_does_not_wait_for_it(
+    db: Session, two_nodes: None
+) -> None:
+    job = across(db, [("alpha", 0), ("alpha", 1)])
+    assert runs.claim_part(db, job.id, "beta") is None  # a stray delivery: nothing to join
+
+
+def test_each_node_claims_its_part_with_the_global_layout(db: Session, two_nodes: None) -> None:
+    job = across(db, [("alpha", 1), ("alpha", 0), ("beta", 1), ("beta", 0)])
+    lead, joined = claimed(db, job)
+    assert (lead.node_rank, lead.rank_offset, lead.device_indices) == (0, 0, [1, 0])
+    assert (joined.node_rank, joined.rank_offset, joined.device_indices) == (1, 2, [1, 0])
+    assert (joined.master_addr, joined.master_port, joined.total_world_size) == (
+        "10.0.0.1",
+        29555,
+        4,
+    )
+
+
+def test_the_job_succeeds_when_its_last_node_does(db: Session, two_nodes: None) -> None:
+    job = across(db, [("alpha", 0), ("beta", 0)])
+    claimed(db, job)
+    runs.mark_running(db, job.id)
+    assert multinode.finish_part(db, job.id, "beta", JobStatus.succeeded) is None
+    ended = multinode.finish_part(db, job.id, "alpha", JobStatus.succeeded)
+    assert ended is not None and ended.status == JobStatus.succeeded
+
+
+def test_a_job_whose_parts_all_end_before_it_was_marked_running_still_succeeds(
+    db: Session, two_nodes: None
+) -> None:
+    job = across(db, [("alpha", 0), ("beta", 0)])
+    claimed(db, job)  # starting: the first node has not marked it running yet
+    assert multinode.finish_part(db, job.id, "beta", JobStatus.succeeded) is None
+    ended = multinode.finish_part(db, job.id, "alpha", JobStatus.succeeded)
+    assert ended is not None and ended.status == JobStatus.succeeded
+
+
+def test_one_node_failing_fails_the_job_and_frees_every_node(db: Session, two_nodes: None) -> None:
+    job = across(db, [("alpha", 0), ("beta", 0)])
+    claimed(db, job)
+    ended = multinode.finish_part(db, job.id, "beta", JobStatus.failed, error="rank 1 failed")
+    db.commit()
+    assert ended is not None and ended.status == JobStatus.failed
+    assert ended.error == "on node beta: rank 1 failed"
+    assert db.scalar(text("SELECT count(*) FROM allocations WHERE released_at IS NULL")) == 0
+    assert runs.heartbeat(db, [job.id], "alpha") == {}  # alpha's runner is told to stop
+
+
+def test_the_reaper_takes_a_job_whose_one_node_stopped_beating(
+    db: Session, two_nodes: None
+) -> None:
+    job = across(db, [("alpha", 0), ("beta", 0)])
+    claimed(db, job)
+    runs.heartbeat(db, [job.id], "alpha")  # alpha beats: the job's own heartbeat is fresh
+    db.execute(
+        text("UPDATE job_nodes SET heartbeat_at = now() - interval '1 hour' WHERE node = 'beta'")
+    )
+    db.commit()
+    assert reap_lost(db, lease_s=30) == [job.id]
+    db.commit()
+    assert db.get(Job, job.id, populate_existing=True).status == JobStatus.lost  # type: ignore[union-attr]
+    assert db.scalar(text("SELECT count(*) FROM allocations WHERE released_at IS NULL")) == 0
+
+
+def test_a_node_whose_sampler_went_silent_is_offline_and_its_devices_not_chosen(
+    db: Session, two_nodes: None
+) -> None:
+    db.execute(
+        text("UPDATE nodes SET last_seen_at = now() - interval '5 minutes' WHERE name = 'beta'")
+    )
+    db.commit()
+    with pytest.raises(NodeOffline, match="node beta is offline") as info:
+        across(db, [("alpha", 0), ("beta", 0)])
+    db.rollback()
+    assert info.value.field == "devices"
+    online = {row.name: row.online for row in list_nodes(db)}
+    assert online == {"alpha": True, "beta": False}
+    assert across(db, [("alpha", 0)]).allocations  # the other node's devices still serve
+
+
+def test_a_node_joins_only_with_the_token_issued_for_it(db: Session) -> None:
+    secret = issue_token(db, "gamma")
+    assert token_admits(db, "gamma", secret)
+    assert not token_admits(db, "delta", secret)
+    assert not token_admits(db, "gamma", issue_token(db, "delta"))
+    renewed = issue_token(db, "gamma")  # a new token replaces the old one
+    assert token_admits(db, "gamma", renewed) and not token_admits(db, "gamma", secret)
+
+
+def spread(db: Session, count: int, **extra: object) -> Job:
+    spec = JobCreate.model_validate({"kind": "sae", "config": CONFIG, "count": count, **extra})
+    job = job_service.create_job(db, spec, owner="tester")
+    db.commit()
+    return job
+
+
+def test_a_count_over_nodes_takes_the_nodes_that_fit_best_node_by_node(
+    db: Session, two_nodes: None
+) -> None:
+    register_devices(db, "4x80GiB", node="gamma")  # roomier: kept whole for larger jobs
+    job = spread(db, 4, nodes=2)
+    assert [(a.rank, a.node) for a in job.allocations] == [
+        (0, "alpha"),
+        (1, "alpha"),
+        (2, "beta"),
+        (3, "beta"),
+    ]
+    assert job.node == "alpha"
+    bigger = spread(db, 4, devices_per_node=4)
+    assert {a.node for a in bigger.allocations} == {"gamma"}
+
+
+def test_a_count_over_nodes_is_refused_when_it_does_not_split_or_fit(
+    db: Session, two_nodes: None
+) -> None:
+    with pytest.raises(InvalidInput) as split:
+        spread(db, 4, devices_per_node=3)
+    assert split.value.field == "devices_per_node"
+    with pytest.raises(Conflict, match="no 2 online nodes have 3 free devices each") as room:
+        spread(db, 6, nodes=2)
+    assert room.value.field == "count"
+    db.rollback()
+    assert db.scalar(text("SELECT count(*) FROM jobs")) == 0  # refused: nothing waits

@@ -1,0 +1,71 @@
+"""The relay keeps what the database did not take, within a bound, and records it once."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from harness import make_job
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from gpudeck.core.db import make_engine, make_sessionmaker
+from gpudeck.models import JobMetric
+from gpudeck.services.job_events import job_stream
+from gpudeck.worker import relay as relay_module
+from gpudeck.worker.relay import EventRelay
+
+
+def _metrics_event(client: redis.Redis, job_id: int, step: int) -> None:
+    data = {"step": step, "metrics": {"loss": 1.0 / step}}
+    fields = {
+        "type": "metrics",
+        "job_id": str(job_id),
+        "rank": "0",
+        "ts": "0",
+        "data": json.dumps(data),
+    }
+    client.xadd(job_stream(job_id), fields)  # type: ignore[arg-type]
+
+
+def _steps(db: Session, job_id: int) -> list[int]:
+    db.expire_all()
+    rows = db.scalars(
+        select(JobMetric.step).where(JobMetric.job_id == job_id).order_by(JobMetric.step)
+    )
+    return list(rows)
+
+
+def test_an_unreachable_database_delays_rows_and_drops_only_above_the_bound(
+    db: Session,
+    devices: str,
+    session_factory: sessionmaker[Session],
+    redis_client: redis.Redis,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(relay_module, "MAX_PENDING_METRICS", 10)
+    monkeypatch.setattr(relay_module, "FLUSH_INTERVAL_S", 0.05)
+    job = make_job(db, devices=[0])
+    nowhere = make_engine("postgresql+psycopg://postgres@127.0.0.1:9/none", pool_size=1)
+    relay = EventRelay(
+        job.id, redis_client, make_sessionmaker(nowhere), tmp_path, tmp_path, world_size=1
+    )
+    for step in range(1, 26):
+        _metrics_event(redis_client, job.id, step)
+    _metrics_event(redis_client, job.id, 20)  # a rank's re-sent event: recorded once
+    relay.pump()
+    time.sleep(0.5)  # several failed writes, none of which loses a row below the bound
+    assert _steps(db, job.id) == []
+
+    relay.factory = session_factory  # the database is back
+    with caplog.at_level(logging.ERROR, logger="gpudeck.worker.relay"):
+        relay.drain()
+    nowhere.dispose()
+    assert _steps(db, job.id) == list(range(16, 26))
+    assert "15 metric rows (steps 1..15) were dropped" in caplog.text

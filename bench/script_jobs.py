@@ -1,0 +1,167 @@
+"""Script jobs: what GPUDeck adds to plain torchrun, measured in the same run.
+
+1. Wall time of the example (`examples/scripts/ddp_train.py`, 2 ranks on CPU with gloo):
+   plain `python -m torch.distributed.run` from start to exit, against a GPUDeck script job
+   on two simulated devices from POST /api/jobs to `succeeded` (a real `gpudeck api`, a real
+   `gpudeck worker`, Postgres and Redis). Goal: overhead <= 1 s + 5 %.
+2. Time to the script's first line (`bench/scripts/first_line.py` records time.time() as its
+   first statement): plain torchrun from its start, GPUDeck from the POST.
+
+Runs alternate (plain, GPUDeck, plain, ...) so that load on the machine hits both alike;
+the overhead is the median of the paired differences.
+
+    cd backend && PYTHONPATH=$PWD ../.venv/bin/python ../bench/script_jobs.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from _server import bench_server
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "scripts" / "ddp_train.py"
+PROBE = REPO / "bench" / "scripts" / "first_line.py"
+ARGS = ["--steps", "200", "--report-every", "20"]
+TERMINAL = ("succeeded", "failed", "cancelled", "lost")
+
+
+def plain_torchrun(script: Path, args: list[str], env: dict[str, str]) -> float:
+    """Seconds from starting torchrun to its exit."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    command += ["--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:0"]
+    started = time.time()
+    subprocess.run(
+        [*command, str(script), *args], env=env, check=True, capture_output=True, timeout=600
+    )
+    return time.time() - started
+
+
+def gpudeck_job(http: httpx.Client, config: dict[str, object]) -> tuple[float, float]:
+    """(POST time, seconds from the POST to `succeeded`)."""
+    body = {"kind": "script", "config": config, "devices": [{"index": 0}, {"index": 1}]}
+    started = time.time()
+    response = http.post("/api/jobs", json=body)
+    response.raise_for_status()
+    job_id = response.json()["id"]
+    # 10 Hz: faster polling would itself load the two cores the ranks run on.
+    while (job := http.get(f"/api/jobs/{job_id}").json())["status"] not in TERMINAL:
+        time.sleep(0.1)
+    if job["status"] != "succeeded":
+        raise RuntimeError(f"job {job_id} {job['status']}: {job['error']}")
+    return started, time.time() - started
+
+
+def _wait_worker(log_path: Path, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if " ready." in log_path.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(log_path.read_text()[-3000:])
+        time.sleep(0.2)
+    raise RuntimeError("gpudeck worker did not become ready")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="gpudeck-bench-scripts-"))
+    shutil.copy(EXAMPLE, root)
+    shutil.copy(PROBE, root)
+    first_line_file = root / "first_line.txt"
+    script_env = {
+        "GPUDECK_KIND_MODULES": "gpudeck.kinds.script",
+        "GPUDECK_SCRIPT_CODE_ROOTS": str(root),
+        "GPUDECK_SCRIPT_INTERPRETERS": f"default={sys.executable}",
+        "GPUDECK_SCRIPT_ENV_ALLOWLIST": "FIRST_LINE_FILE",
+        "GPUDECK_AUTH": "on",
+    }
+    plain_env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "FIRST_LINE_FILE": str(first_line_file)}
+    with bench_server(devices="2x80GiB", extra_env=script_env) as server:
+        env = {
+            **os.environ,
+            **script_env,
+            "GPUDECK_DATABASE_URL": server.database_url,
+            "GPUDECK_REDIS_URL": server.redis_url,
+            "GPUDECK_NODE_NAME": "bench",
+            "GPUDECK_DATA_DIR": str(root / "data"),
+            "GPUDECK_LOG_LEVEL": "info",
+        }
+        log_path = root / "worker.log"
+        with log_path.open("wb") as out:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "gpudeck", "worker"],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            _wait_worker(log_path, worker)
+            with httpx.Client(base_url=server.url, headers=server.headers, timeout=60) as http:
+                figures = measure(http, args.runs, plain_env, first_line_file)
+        finally:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(60)
+    report(figures)
+
+
+def measure(
+    http: httpx.Client, runs: int, plain_env: dict[str, str], first_line_file: Path
+) -> dict[str, list[float]]:
+    figures: dict[str, list[float]] = {k: [] for k in ("plain", "ours", "plain_1st", "ours_1st")}
+    example = {"entrypoint": EXAMPLE.name, "args": ARGS, "memory_per_device_bytes": 2**28}
+    probe = {
+        "entrypoint": PROBE.name,
+        "env": {"FIRST_LINE_FILE": str(first_line_file)},
+        "memory_per_device_bytes": 2**28,
+    }
+    for run in range(runs):
+        figures["plain"].append(plain_torchrun(EXAMPLE, ARGS, plain_env))
+        figures["ours"].append(gpudeck_job(http, example)[1])
+        started = time.time()
+        plain_torchrun(PROBE, [], plain_env)
+        figures["plain_1st"].append(float(first_line_file.read_text()) - started)
+        posted, _ = gpudeck_job(http, probe)
+        figures["ours_1st"].append(float(first_line_file.read_text()) - posted)
+        print(f"run {run + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in figures.items()))
+    return figures
+
+
+def report(figures: dict[str, list[float]]) -> None:
+    med = {k: statistics.median(v) for k, v in figures.items()}
+    # Each run pairs a plain and a GPUDeck run taken back to back: on a shared machine the
+    # median of the differences is steadier than the difference of the medians.
+    paired = [o - p for o, p in zip(figures["ours"], figures["plain"], strict=True)]
+    paired_1st = [o - p for o, p in zip(figures["ours_1st"], figures["plain_1st"], strict=True)]
+    overhead = statistics.median(paired)
+    budget = 1.0 + 0.05 * med["plain"]
+    print(f"cores: {len(os.sched_getaffinity(0))}, runs: {len(figures['plain'])}")
+    print(f"example, plain torchrun:             median {med['plain']:.2f} s")
+    print(f"example, GPUDeck POST -> succeeded:  median {med['ours']:.2f} s")
+    print(
+        f"overhead (median of paired differences) {overhead:+.2f} s, "
+        f"ratio of medians {med['ours'] / med['plain']:.3f}x; "
+        f"goal <= {budget:.2f} s (1 s + 5 %): {'met' if overhead <= budget else 'NOT met'}"
+    )
+    print(f"first line, plain torchrun start:    median {med['plain_1st']:.2f} s")
+    print(f"first line, GPUDeck POST:            median {med['ours_1st']:.2f} s")
+    print(f"first line, paired difference:       median {statistics.median(paired_1st):+.2f} s")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

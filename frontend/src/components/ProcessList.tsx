@@ -1,0 +1,54 @@
+import { Link } from "react-router-dom";
+import type { Schemas } from "../client/types";
+import { formatBytes } from "../lib/format";
+
+type GpuProcess = Schemas["GpuProcess"];
+
+/**
+ * The processes on one device, nvitop style: pid, user, command, memory, and whose it is (a
+ * GPUDeck job's rank, or external: a process GPUDeck did not start makes the device busy).
+ */
+export function ProcessList({ processes }: { processes: readonly GpuProcess[] }) {
+  if (processes.length === 0) return null;
+  return (
+    <table className="process-list small" data-testid="process-list">
+      <thead>
+        <tr>
+          <th>pid</th>
+          <th>user</th>
+          <th>command</th>
+          <th className="num">memory</th>
+          <th>job</th>
+        </tr>
+      </thead>
+      <tbody>
+        {processes.map((p) => (
+          <tr key={p.pid} className={p.managed ? "" : "external"} data-testid="process">
+            <td className="mono">{p.pid}</td>
+            <td>{p.user ?? "—"}</td>
+            <td className="mono command" title={p.command ?? undefined}>
+              {p.command ?? "—"}
+            </td>
+            <td className="num" title={p.host_peak_rss_bytes != null ? `peak RSS ${formatBytes(p.host_peak_rss_bytes)}` : undefined}>
+              {formatBytes(p.used_memory_bytes ?? p.host_peak_rss_bytes ?? null)}
+            </td>
+            <td>
+              {p.job_id != null ? (
+                <Link to={`/jobs/${p.job_id}`}>
+                  #{p.job_id}
+                  {p.rank != null && <span className="muted"> r{p.rank}</span>}
+                </Link>
+              ) : p.managed ? (
+                "gpudeck"
+              ) : (
+                <span className="badge external" title="not started by GPUDeck: the device counts as busy">
+                  external · busy
+                </span>
+              )}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

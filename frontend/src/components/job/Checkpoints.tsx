@@ -1,0 +1,67 @@
+import { useState } from "react";
+import { downloadFile, getAuthToken } from "../../client/api";
+import type { CheckpointFile, Job } from "../../client/types";
+import { useCheckpoints } from "../../hooks/queries";
+import { isTerminal } from "../../client/types";
+import { formatAge, formatBytes, formatCompact } from "../../lib/format";
+
+function CheckpointLink({ file }: { file: CheckpointFile }) {
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <a
+      className="file-link"
+      href={file.url}
+      download={file.name}
+      title={error ?? formatBytes(file.size_bytes)}
+      onClick={(event) => {
+        if (!getAuthToken()) return; // a plain download works without a token
+        event.preventDefault();
+        downloadFile(file.url, file.name).catch((e: Error) => setError(e.message));
+      }}
+    >
+      {file.name}
+      {error && <span className="field-error"> ({error})</span>}
+    </a>
+  );
+}
+
+export function Checkpoints({ job }: { job: Job }) {
+  const checkpoints = useCheckpoints(job.id, !isTerminal(job.status));
+  const items = checkpoints.data ?? [];
+  return (
+    <section className="card">
+      <h2>Checkpoints</h2>
+      {items.length === 0 ? (
+        <p className="muted">None yet: rank 0 writes one every {String(job.config["checkpoint_interval"] ?? "?")} steps.</p>
+      ) : (
+        <table className="checkpoints" data-testid="checkpoints">
+          <thead>
+            <tr>
+              <th>step</th>
+              <th>loss</th>
+              <th>files</th>
+              <th>written</th>
+            </tr>
+          </thead>
+          <tbody>
+            {[...items]
+              .sort((a, b) => b.step - a.step)
+              .map((c) => (
+                <tr key={c.step}>
+                  <td className="mono">{c.step}</td>
+                  <td className="mono">{formatCompact(c.loss ?? null)}</td>
+                  <td>
+                    {c.files.map((f) => (
+                      <CheckpointLink key={f.name} file={f} />
+                    ))}
+                    <span className="muted small">{formatBytes(c.size_bytes)}</span>
+                  </td>
+                  <td>{formatAge(c.created_at)} ago</td>
+                </tr>
+              ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,89 @@
+import { useState } from "react";
+import { Link, useNavigate } from "react-router-dom";
+import { isTerminal, type Job, type JobKindInfo } from "../../client/types";
+import { useCancelJob, useCheckpoints, useFollowUp, useResumeJob } from "../../hooks/queries";
+
+/** Cancel asks first: a running job stops after its final checkpoint and cannot be undone. */
+function CancelButton({ job }: { job: Job }) {
+  const cancel = useCancelJob(job.id);
+  const [asking, setAsking] = useState(false);
+  if (!asking) {
+    return (
+      <button type="button" className="button danger" disabled={cancel.isPending} onClick={() => setAsking(true)} data-testid="cancel">
+        {cancel.isPending ? "Cancelling…" : "Cancel"}
+      </button>
+    );
+  }
+  return (
+    <span className="confirm" role="group" aria-label="confirm cancel">
+      <span className="small">Stop job #{job.id}?</span>
+      <button
+        type="button"
+        className="button danger"
+        data-testid="confirm-cancel"
+        onClick={() => {
+          setAsking(false);
+          cancel.mutate();
+        }}
+      >
+        Stop it
+      </button>
+      <button type="button" className="button" onClick={() => setAsking(false)}>
+        Keep running
+      </button>
+      {cancel.error && <span className="field-error">{cancel.error.message}</span>}
+    </span>
+  );
+}
+
+/** Resume is offered only for a job that stopped early and left a checkpoint to start from. */
+function ResumeButton({ job }: { job: Job }) {
+  const navigate = useNavigate();
+  const resume = useResumeJob(job.id);
+  const checkpoints = useCheckpoints(job.id, false);
+  if (job.status === "succeeded" || (checkpoints.data ?? []).length === 0) return null;
+  return (
+    <>
+      <button
+        type="button"
+        className="button"
+        disabled={resume.isPending}
+        onClick={() => resume.mutate(undefined, { onSuccess: (next) => navigate(`/jobs/${next.id}`) })}
+        data-testid="resume"
+      >
+        Resume from last checkpoint
+      </button>
+      {resume.error && <span className="field-error">{resume.error.message}</span>}
+    </>
+  );
+}
+
+/** States in which a job will never write its output: nothing can follow it. */
+const NO_OUTPUT = new Set(["failed", "cancelled", "lost", "timeout"]);
+
+/**
+ * "Train an SAE on this output" (the label is the kind's): the new-job form of the follow-up
+ * kind, prefilled from this job's output; a job still running is named in depends_on.
+ */
+function FollowUpLink({ job, kind }: { job: Job; kind: JobKindInfo | undefined }) {
+  const offered = (kind?.offers_follow_up ?? false) && !NO_OUTPUT.has(job.status);
+  const followUp = useFollowUp(offered ? job.id : null);
+  if (!offered || !followUp.data) return null;
+  return (
+    <Link className="button primary" to={`/new?kind=${encodeURIComponent(followUp.data.kind)}&after=${job.id}`} data-testid="follow-up">
+      {followUp.data.label}
+    </Link>
+  );
+}
+
+export function JobActions({ job, kind }: { job: Job; kind?: JobKindInfo }) {
+  return (
+    <div className="actions">
+      {isTerminal(job.status) ? <ResumeButton job={job} /> : <CancelButton job={job} />}
+      <FollowUpLink job={job} kind={kind} />
+      <Link className="button" to={`/new?kind=${encodeURIComponent(job.kind)}&from=${job.id}`} data-testid="run-again">
+        Run again with these settings
+      </Link>
+    </div>
+  );
+}

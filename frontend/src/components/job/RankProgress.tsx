@@ -1,0 +1,32 @@
+import type { MapProgress } from "../../client/types";
+import { formatCompact } from "../../lib/format";
+import { ProgressBar } from "../ProgressBar";
+
+/**
+ * One bar per rank of a map job: the chunks it finished of its share. Under `dynamic` a rank
+ * claims chunks as it goes, so it has no share of its own: its bar is against the chunks left
+ * for the run, which all ranks share.
+ */
+export function RankProgress({ progress }: { progress: MapProgress }) {
+  if (progress.ranks.length === 0) return null;
+  const runChunks = progress.num_chunks === null ? null : progress.num_chunks - progress.chunks_done_before;
+  return (
+    <section className="card" data-testid="rank-progress">
+      <h2>
+        Ranks <span className="muted small">{progress.strategy ?? ""}</span>
+      </h2>
+      {progress.chunks_done_before > 0 && <p className="muted small">{progress.chunks_done_before} chunks written by an earlier run</p>}
+      <ul className="rank-progress">
+        {progress.ranks.map((r) => (
+          <li key={r.rank} data-testid={`rank-${r.rank}`}>
+            <span className="mono">rank {r.rank}</span>
+            <ProgressBar value={r.chunks_done} total={r.chunks_total ?? runChunks} label={`rank ${r.rank} chunks`} />
+            <span className="muted small">
+              {r.items_done.toLocaleString()} items · {formatCompact(r.items_per_s)}/s
+            </span>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}

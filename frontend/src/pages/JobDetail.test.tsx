@@ -1,0 +1,177 @@
+import { screen, waitFor } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { FakeWebSocket } from "../test/fakeWebSocket";
+import { makeJob, makeSaeKind } from "../test/fixtures";
+import { json, renderPage, stubApi } from "../test/render";
+import { JobDetail } from "./JobDetail";
+import { NewJob } from "./NewJob";
+
+beforeEach(() => {
+  FakeWebSocket.reset();
+  vi.stubGlobal("WebSocket", FakeWebSocket);
+});
+afterEach(() => vi.unstubAllGlobals());
+
+const at = new Date().toISOString();
+const metrics = (...steps: number[]) =>
+  json({ items: steps.map((step) => ({ step, metrics: { overall_loss: 1 / step }, created_at: at })), last_step: steps.at(-1) ?? null });
+const checkpoint = { step: 50, path: "x", size_bytes: 1, loss: 0.5, created_at: at, files: [] };
+
+function jobPage(job: ReturnType<typeof makeJob>, extra: Record<string, () => Response> = {}) {
+  const api = stubApi({
+    [`GET /api/jobs/${job.id}`]: () => json(job),
+    "GET /api/kinds/sae": () => json(makeSaeKind()),
+    [`GET /api/jobs/${job.id}/metrics`]: () => metrics(),
+    [`GET /api/jobs/${job.id}/logs`]: () => new Response("", { status: 200, headers: { "Content-Type": "text/plain" } }),
+    [`GET /api/jobs/${job.id}/checkpoints`]: () => json([]),
+    "GET /api/gpus": () => json([]),
+    ...extra,
+  });
+  vi.stubGlobal("fetch", api.fetchMock);
+  renderPage(<JobDetail />, { path: "/jobs/:id", route: `/jobs/${job.id}` });
+  return api;
+}
+
+describe("JobDetail actions", () => {
+  it("asks before cancelling, and cancels only on yes", async () => {
+    const api = jobPage(makeJob(), { "POST /api/jobs/7/cancel": () => json(makeJob({ status: "cancelled" })) });
+    await userEvent.click(await screen.findByTestId("cancel"));
+    await userEvent.click(screen.getByRole("button", { name: "Keep running" }));
+    expect(api.requests.some((r) => r.path === "/api/jobs/7/cancel")).toBe(false);
+    await userEvent.click(screen.getByTestId("cancel"));
+    await userEvent.click(screen.getByTestId("confirm-cancel"));
+    await waitFor(() => expect(api.requests.some((r) => r.method === "POST" && r.path === "/api/jobs/7/cancel")).toBe(true));
+  });
+
+  it("offers Resume only when the stopped job left a checkpoint", async () => {
+    jobPage(makeJob({ status: "failed", finished_at: at }));
+    await screen.findByTestId("run-again");
+    await waitFor(() => expect(screen.getByText(/None yet/)).toBeInTheDocument());
+    expect(screen.queryByTestId("resume")).toBeNull();
+  });
+
+  it("offers Resume for a cancelled job with a checkpoint, and says duration, not running for", async () => {
+    jobPage(makeJob({ status: "cancelled", finished_at: at }), { "GET /api/jobs/7/checkpoints": () => json([checkpoint]) });
+    expect(await screen.findByTestId("resume")).toBeEnabled();
+    expect(screen.getByText("duration")).toBeInTheDocument();
+    expect(screen.queryByText("running for")).toBeNull();
+  });
+
+  it("links a resumed job to the job it continues and draws that job's curve first", async () => {
+    jobPage(makeJob({ id: 9, resume_from_job_id: 7 }), {
+      "GET /api/jobs/7/metrics": () => metrics(10, 20, 50, 60),
+      "GET /api/jobs/9/metrics": () => metrics(60, 70),
+    });
+    expect(await screen.findByTestId("continues")).toHaveAttribute("href", "/jobs/7");
+    await waitFor(() => expect(screen.getByTestId("loss-chart").querySelector(".chart-host")).toHaveAttribute("data-points", "5"));
+  });
+
+  it("shows a preempted job's stretches on devices, each ending where the next resumes", async () => {
+    const segment = (last_step: number | null, outcome: string | null, reason: string | null = null) => ({
+      started_at: at,
+      ended_at: outcome ? at : null,
+      outcome,
+      reason,
+      last_step,
+    });
+    const api = jobPage(makeJob({ preemptible: true }), {
+      "GET /api/jobs/7/segments": () => json([segment(120, "preempted", "preempted by job 9"), segment(null, null)]),
+    });
+    const rows = await screen.findAllByTestId("segment");
+    expect(rows.map((r) => r.textContent)).toEqual([expect.stringContaining("120preempted by job 9"), expect.stringContaining("running")]);
+    expect(api.requests.some((r) => r.path === "/api/jobs/7/segments")).toBe(true);
+  });
+
+  it("asks for no history for a job that cannot be preempted", async () => {
+    const api = jobPage(makeJob({ preemptible: false }));
+    await screen.findByTestId("cancel");
+    expect(screen.queryByTestId("segments")).toBeNull();
+    expect(api.requests.some((r) => r.path.endsWith("/segments"))).toBe(false);
+  });
+
+  it("puts a failed job's one-line cause above its traceback", async () => {
+    jobPage(
+      makeJob({
+        status: "failed",
+        finished_at: at,
+        error: "Traceback ...\nFileNotFoundError: datasets",
+        error_summary: "rank 0: FileNotFoundError: datasets",
+      }),
+    );
+    expect(await screen.findByTestId("job-error-summary")).toHaveTextContent("rank 0: FileNotFoundError: datasets");
+    expect(screen.getByTestId("job-error")).toHaveTextContent("Traceback");
+  });
+
+  it("reads the checkpoints again when the job ends", async () => {
+    const api = jobPage(makeJob({ status: "cancelled", finished_at: at }));
+    await screen.findByTestId("run-again");
+    await waitFor(() => expect(api.requests.filter((r) => r.path === "/api/jobs/7/checkpoints").length).toBeGreaterThanOrEqual(1));
+  });
+});
+
+describe("JobDetail across nodes", () => {
+  it("shows the ranks each node runs", async () => {
+    const devices = [
+      { node: "node-b", uuid: "B0", index: 0, rank: 2 },
+      { node: "node-a", uuid: "A0", index: 0, rank: 0 },
+      { node: "node-a", uuid: "A1", index: 1, rank: 1 },
+      { node: "node-b", uuid: "B1", index: 1, rank: 3 },
+    ];
+    jobPage(makeJob({ devices, world_size: 4 }));
+    expect(await screen.findByTestId("ranks-per-node")).toHaveTextContent("node-a: 0, 1 · node-b: 2, 3");
+  });
+
+  it("has no ranks-per-node line on one node", async () => {
+    jobPage(makeJob());
+    await screen.findByTestId("cancel");
+    expect(screen.queryByTestId("ranks-per-node")).toBeNull();
+  });
+});
+
+describe("Run again", () => {
+  it("opens the new-job form at the earlier job's settings", async () => {
+    const api = stubApi({
+      "GET /api/jobs/7": () => json(makeJob({ config: { ...makeSaeKind().defaults, steps: 1234, d_sae: 512 } })),
+      "GET /api/kinds": () => json([makeSaeKind()]),
+      "GET /api/kinds/sae": () => json(makeSaeKind()),
+      "GET /api/gpus": () => json([]),
+    });
+    vi.stubGlobal("fetch", api.fetchMock);
+    renderPage(<NewJob />, { path: "/new", route: "/new?kind=sae&from=7" });
+    expect(await screen.findByLabelText("steps", { exact: true })).toHaveValue("1234");
+    expect(screen.getByLabelText("d_sae")).toHaveValue("512");
+  });
+});
+
+describe("JobDetail memory", () => {
+  it("shows each rank's peak host and device memory, the limit, and the advice for next time", async () => {
+    const advice = "peak 310 MiB passed the 256 MiB declared per rank: declare 512 MiB (memory_per_device_bytes)";
+    const job = makeJob({
+      status: "succeeded",
+      rank_memory: {
+        host_limit_bytes: 2 * 1024 ** 3,
+        exceeded: false,
+        ranks: [
+          { rank: 0, host_peak_rss_bytes: 300 * 1024 ** 2 },
+          { rank: 1, host_peak_rss_bytes: 310 * 1024 ** 2 },
+        ],
+        device_peak_bytes: { "0": 5 * 1024 ** 3, "1": 4 * 1024 ** 3 },
+      },
+      advice: [advice],
+    });
+    jobPage(job);
+    expect(await screen.findByTestId("rank-peak-1")).toHaveTextContent("310");
+    expect(screen.getByTestId("rank-peak-0")).toHaveTextContent("300");
+    expect(screen.getByTestId("host-limit")).toHaveTextContent("2.0 GiB");
+    expect(screen.getByTestId("rank-device-peak-0")).toHaveTextContent("5.0 GiB");
+    expect(screen.getByTestId("rank-device-peak-1")).toHaveTextContent("4.0 GiB");
+    expect(screen.getByTestId("advice")).toHaveTextContent(advice);
+  });
+
+  it("shows nothing of it for a job that measured nothing", async () => {
+    jobPage(makeJob());
+    await screen.findByTestId("job-peak");
+    expect(screen.queryByTestId("rank-memory")).toBeNull();
+  });
+});

@@ -1,0 +1,71 @@
+import { screen, within } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { MapProgress } from "../client/types";
+import { FakeWebSocket } from "../test/fakeWebSocket";
+import { makeJob, makeSaeKind } from "../test/fixtures";
+import { json, renderPage, stubApi } from "../test/render";
+import { JobDetail } from "./JobDetail";
+
+beforeEach(() => {
+  FakeWebSocket.reset();
+  vi.stubGlobal("WebSocket", FakeWebSocket);
+});
+afterEach(() => vi.unstubAllGlobals());
+
+const mapKind = { ...makeSaeKind(), name: "map", resumes_from: "output" as const, charts: [], summary_metrics: [] };
+
+function page(job: ReturnType<typeof makeJob>, progress: MapProgress) {
+  const api = stubApi({
+    [`GET /api/jobs/${job.id}`]: () => json(job),
+    "GET /api/kinds/map": () => json(mapKind),
+    "GET /api/kinds/sae": () => json(makeSaeKind()),
+    [`GET /api/jobs/${job.id}/metrics`]: () => json({ items: [], last_step: null }),
+    [`GET /api/jobs/${job.id}/logs`]: () => new Response("", { status: 200, headers: { "Content-Type": "text/plain" } }),
+    [`GET /api/jobs/${job.id}/checkpoints`]: () => json([]),
+    [`GET /api/jobs/${job.id}/map-progress`]: () => json(progress),
+    "GET /api/gpus": () => json([]),
+  });
+  vi.stubGlobal("fetch", api.fetchMock);
+  renderPage(<JobDetail />, { path: "/jobs/:id", route: `/jobs/${job.id}` });
+  return api;
+}
+
+const bar = (rank: number) => within(screen.getByTestId(`rank-${rank}`)).getByRole("progressbar");
+
+describe("JobDetail of a map job", () => {
+  it("shows each rank's chunks done of its share, and its items per second", async () => {
+    page(makeJob({ kind: "map" }), {
+      num_chunks: 12,
+      chunks_done_before: 2,
+      strategy: "balanced",
+      ranks: [
+        { rank: 0, chunks_done: 3, chunks_total: 5, items_done: 48, items_per_s: 12.5 },
+        { rank: 1, chunks_done: 5, chunks_total: 5, items_done: 80, items_per_s: 20 },
+      ],
+    });
+    await screen.findByTestId("rank-progress");
+    expect(bar(0)).toHaveAttribute("aria-valuenow", "3");
+    expect(bar(0)).toHaveAttribute("aria-valuemax", "5");
+    expect(bar(1)).toHaveTextContent("5 / 5 · 100%");
+    expect(screen.getByTestId("rank-0")).toHaveTextContent("48 items");
+    expect(screen.getByText(/2 chunks written by an earlier run/)).toBeInTheDocument();
+  });
+
+  it("measures a dynamic rank against the chunks left for the run", async () => {
+    page(makeJob({ kind: "map" }), {
+      num_chunks: 10,
+      chunks_done_before: 0,
+      strategy: "dynamic",
+      ranks: [{ rank: 0, chunks_done: 4, chunks_total: null, items_done: 4, items_per_s: 1 }],
+    });
+    await screen.findByTestId("rank-progress");
+    expect(bar(0)).toHaveAttribute("aria-valuemax", "10");
+  });
+
+  it("does not ask for ranks' chunks on a job that is not a map job", async () => {
+    const api = page(makeJob(), { num_chunks: null, chunks_done_before: 0, strategy: null, ranks: [] });
+    await screen.findByText("L0"); // the sae kind has loaded: the page knows it is no map job
+    expect(api.requests.some((r) => r.path.endsWith("/map-progress"))).toBe(false);
+    expect(screen.queryByTestId("rank-progress")).toBeNull();
+  });
+});
