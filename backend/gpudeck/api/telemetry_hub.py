@@ -10,7 +10,6 @@ unbounded backlog.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -20,6 +19,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from gpudeck.core.tasks import cancel_and_wait
 from gpudeck.telemetry import stream
 
 log = logging.getLogger(__name__)
@@ -96,9 +96,7 @@ class TelemetryHub:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
         for sub in self.subscriptions:
             sub.close()
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
+import time
 
 from gpudeck.api.telemetry_hub import Subscription, TelemetryHub
+from gpudeck.core.redis import API_TIMEOUT_S, async_client
+from gpudeck.telemetry import stream
 from gpudeck.telemetry.processes import classify
 
 
@@ -50,3 +54,32 @@ def test_children_of_a_rank_count_as_the_job() -> None:
     parents = {500: 400, 400: 300, 300: 1}
     procs = classify([(500, 1), (600, 2)], {300: (9, 0)}, parents.get)
     assert [(p.pid, p.managed, p.job_id) for p in procs] == [(500, True, 9), (600, False, None)]
+
+
+def test_the_hub_stops_at_once_whenever_it_is_stopped(service_urls: tuple[str, str]) -> None:
+    """The API's shutdown waits for the hub: it hung for ever when a cancellation fell on a
+    redis-py command's reply (see core/tasks.py). Stop 200 readers at random moments."""
+
+    async def one(delay_s: float) -> float:
+        hub = TelemetryHub(
+            async_client(service_urls[1], timeout_s=API_TIMEOUT_S, block_s=1.0),
+            history_s=10,
+            nodes_refresh_s=0.0,  # a command every iteration: more moments to be stopped in
+        )
+        await hub.start()
+        await asyncio.sleep(delay_s)
+        started = time.monotonic()
+        await asyncio.wait_for(hub.stop(), timeout=5)
+        await hub.redis.aclose()
+        return time.monotonic() - started
+
+    async def go() -> list[float]:
+        client = async_client(service_urls[1])
+        await client.sadd(stream.NODES_KEY, "stop-test")
+        await client.xadd(stream.stream_key("stop-test"), {stream.STREAM_FIELD: "{}"})
+        await client.aclose()
+        rng = random.Random(0)
+        return await asyncio.gather(*(one(rng.uniform(0, 1.5)) for _ in range(200)))
+
+    took = asyncio.run(go())
+    assert max(took) < 1.0, sorted(took)[-5:]

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from gpudeck.api.auth import current_principal
 from gpudeck.api.errors import status_for
 from gpudeck.core.redis import API_TIMEOUT_S, async_client
+from gpudeck.core.tasks import cancel_and_wait
 from gpudeck.engine.events import decode
 from gpudeck.models import JobStatus
 from gpudeck.schemas.jobs import JobPublic
@@ -152,9 +153,7 @@ async def _relay(websocket: WebSocket, feed: _Feed) -> None:
                 return
     finally:
         for task in (reader, closed):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait(task)
 
 
 async def _wait_closed(websocket: WebSocket) -> None:
