@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { frontendDir, installExampleKind, launchBrowser, pythonPathWith, repoDir, startServer, waitFor } from "./lib.mjs";
+import { mapCodeRoot, mapTests } from "./map.mjs";
 import { queueTests } from "./queue.mjs";
 
 const shotsDir = process.env.E2E_SCREENSHOTS === "1" ? join(repoDir, "docs/img") : join(frontendDir, "test-results");
@@ -70,8 +71,13 @@ async function main() {
   console.log("e2e: installing the example kind; starting gpudeck run on simulated devices");
   // a kind installed with pip, offered by the server (and its worker's ranks) through PYTHONPATH
   const plugin = installExampleKind();
-  const server = await startServer({ devices: "4x80GiB", env: { PYTHONPATH: pythonPathWith(plugin.dir) } }).catch((error) => {
+  const code = mapCodeRoot(); // the map test's user function
+  const server = await startServer({
+    devices: "4x80GiB",
+    env: { PYTHONPATH: pythonPathWith(plugin.dir), GPUDECK_SCRIPT_CODE_ROOTS: code.dir },
+  }).catch((error) => {
     plugin.remove();
+    code.remove();
     throw error;
   });
   const browser = await launchBrowser();
@@ -379,6 +385,7 @@ async function main() {
     });
 
     await queueTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
+    await mapTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
 
     await test("no uncaught errors in the page", async () => {
       if (consoleErrors.length > 0) throw new Error(consoleErrors.join("\n"));
@@ -390,6 +397,7 @@ async function main() {
     if (results.some((r) => !r.ok)) printServerLogs(server.logPath);
     await server.stop();
     plugin.remove();
+    code.remove();
   }
   const passed = results.filter((r) => r.ok).length;
   const failed = results.length - passed;

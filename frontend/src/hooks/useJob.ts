@@ -98,11 +98,13 @@ export function useJob(id: number, WebSocketImpl?: typeof WebSocket) {
   useEffect(() => {
     live.current = connected;
   }, [connected]);
-  // the final checkpoint and the last log lines land as the job ends: read them again then
+  // the final checkpoint, the last log lines and a map job's last chunks land as the job ends,
+  // after the last poll: read them again then
   useEffect(() => {
     if (!terminal) return;
     void client.invalidateQueries({ queryKey: keys.checkpoints(id) });
     void client.invalidateQueries({ queryKey: ["job", id, "logs"] });
+    void client.invalidateQueries({ queryKey: keys.mapProgress(id) });
   }, [terminal, client, id]);
   const metrics = useQuery({
     queryKey: keys.metrics(id),

@@ -1,4 +1,4 @@
-import { screen, within } from "@testing-library/react";
+import { screen, waitFor, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { MapProgress } from "../client/types";
 import { FakeWebSocket } from "../test/fakeWebSocket";
@@ -14,15 +14,15 @@ afterEach(() => vi.unstubAllGlobals());
 
 const mapKind = { ...makeSaeKind(), name: "map", resumes_from: "output" as const, charts: [], summary_metrics: [] };
 
-function page(job: ReturnType<typeof makeJob>, progress: MapProgress) {
+function page(job: ReturnType<typeof makeJob>, progress: MapProgress | (() => MapProgress), current = () => job) {
   const api = stubApi({
-    [`GET /api/jobs/${job.id}`]: () => json(job),
+    [`GET /api/jobs/${job.id}`]: () => json(current()),
     "GET /api/kinds/map": () => json(mapKind),
     "GET /api/kinds/sae": () => json(makeSaeKind()),
     [`GET /api/jobs/${job.id}/metrics`]: () => json({ items: [], last_step: null }),
     [`GET /api/jobs/${job.id}/logs`]: () => new Response("", { status: 200, headers: { "Content-Type": "text/plain" } }),
     [`GET /api/jobs/${job.id}/checkpoints`]: () => json([]),
-    [`GET /api/jobs/${job.id}/map-progress`]: () => json(progress),
+    [`GET /api/jobs/${job.id}/map-progress`]: () => json(typeof progress === "function" ? progress() : progress),
     "GET /api/gpus": () => json([]),
   });
   vi.stubGlobal("fetch", api.fetchMock);
@@ -60,6 +60,28 @@ describe("JobDetail of a map job", () => {
     });
     await screen.findByTestId("rank-progress");
     expect(bar(0)).toHaveAttribute("aria-valuemax", "10");
+  });
+
+  it("reads the ranks' last chunks again when the job ends, after the last poll", async () => {
+    let job = makeJob({ kind: "map", status: "running" });
+    let done = 3;
+    page(
+      job,
+      () => ({
+        num_chunks: 6,
+        chunks_done_before: 0,
+        strategy: "balanced",
+        ranks: [{ rank: 0, chunks_done: done, chunks_total: 6, items_done: done * 4, items_per_s: 2 }],
+      }),
+      () => job,
+    );
+    await screen.findByTestId("rank-progress");
+    expect(bar(0)).toHaveAttribute("aria-valuenow", "3");
+    done = 6;
+    job = { ...job, status: "succeeded" };
+    FakeWebSocket.latest().open();
+    FakeWebSocket.latest().receive({ type: "status", rank: 0, ts: 1, data: { status: "succeeded" } });
+    await waitFor(() => expect(bar(0)).toHaveAttribute("aria-valuenow", "6"));
   });
 
   it("does not ask for ranks' chunks on a job that is not a map job", async () => {
