@@ -74,7 +74,7 @@ export async function mapTests({ test, page, server, url, shot, jobTimeoutMs }) 
       timeoutMs: jobTimeoutMs,
       what: `map job ${id} to succeed`,
     });
-    // the bars end full, without a reload
+    // the bars end full, without a reload, and so does the job's own bar of chunks written
     await waitFor(
       async () => {
         const bars = [await rankBar(page, 0), await rankBar(page, 1)];
@@ -82,6 +82,12 @@ export async function mapTests({ test, page, server, url, shot, jobTimeoutMs }) 
       },
       { timeoutMs: 15000, what: "both bars full" },
     );
+    const total = page.getByRole("progressbar", { name: "chunks written" });
+    if ((await total.getAttribute("aria-valuenow")) !== String(ITEMS / CHUNK)) {
+      throw new Error(`the job's bar ends at ${await total.getAttribute("aria-valuenow")} chunks`);
+    }
+    const totals = await page.getByTestId("map-total").textContent();
+    if (!totals?.includes(`${ITEMS} items`) || !totals.includes("ETA 0s")) throw new Error(`the job's totals say: ${totals}`);
     // and the merged output holds every item, in one chunk file per chunk
     const manifest = JSON.parse(readFileSync(join(datasets, "e2e-squares", "manifest.json"), "utf8"));
     const rows = Object.values(manifest.rows);

@@ -31,6 +31,7 @@ class JobFollower:
         self.names = [s["metric"] for s in kind["summary_metrics"]][:SUMMARY_METRICS]
         self.is_map = map_ranks.is_map_kind(kind)
         self.ranks = ""  # a map job's chunks per rank, beside the bar
+        self.map_total: dict[str, Any] | None = None  # a map job's chunks, for the bar itself
         self.progress = Progress(
             TextColumn("job {task.fields[job]} [bold]{task.fields[status]}[/bold]"),
             BarColumn(),
@@ -55,7 +56,9 @@ class JobFollower:
             self.after_step = page["last_step"]
         if self.is_map and self.job["status"] != "queued":
             ranks = map_ranks.fetch(self.url, self.job_id)
-            self.ranks = map_ranks.compact(ranks) if ranks else self.ranks
+            if ranks:
+                self.ranks = f"{map_ranks.compact(ranks)} {map_ranks.eta_text(ranks['eta_s'])}"
+                self.map_total = ranks
         self._draw()
 
     def _draw(self) -> None:
@@ -65,6 +68,8 @@ class JobFollower:
             if isinstance(self.latest.get(n), int | float)
         ]
         progress = self.job["progress"]
+        if self.map_total is not None:  # a map job counts chunks, not steps
+            progress = {"step": self.map_total["chunks_done"], "total": self.map_total["num_chunks"]}
         self.progress.update(
             self.task,
             completed=progress["step"],

@@ -88,7 +88,7 @@ def _show_ranks(url: str, job: dict[str, Any]) -> None:
     progress = map_ranks.fetch(url, job["id"])
     if progress and progress["ranks"]:
         console.print(f"\nranks ({progress['strategy']})", style="bold")
-        for line in map_ranks.rank_lines(progress):
+        for line in [*map_ranks.rank_lines(progress), map_ranks.total_line(progress)]:
             console.print("  " + line, markup=False, highlight=False)
 
 

@@ -1,5 +1,6 @@
-"""A map job's ranks in the terminal: each rank's chunks done of its share, items and items/s
-(`gpudeck show`, and the line `gpudeck submit --wait` / `logs --follow` draws)."""
+"""A map job's ranks in the terminal: each rank's chunks done of its share, items and items/s,
+and the whole job's chunks, rate and ETA (`gpudeck show`, and the line `gpudeck submit --wait` /
+`logs --follow` draws)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,29 @@ def rank_lines(progress: dict[str, Any]) -> list[str]:
             f"{rank['items_per_s']:.3g} items/s"
         )
     return lines
+
+
+def eta_text(seconds: float | None) -> str:
+    """`ETA 45 s`, `ETA 12 min`, `ETA 3.5 h`; `ETA ?` until the job has a rate."""
+    if seconds is None:
+        return "ETA ?"
+    if seconds < 90:
+        return f"ETA {round(seconds)} s"
+    if seconds < 5400:
+        return f"ETA {round(seconds / 60)} min"
+    return f"ETA {seconds / 3600:.1f} h"
+
+
+def total_line(progress: dict[str, Any]) -> str:
+    """The whole job: `total   ########............  9/12 chunks  56 items  6 items/s  ETA 2 s`."""
+    done, total = int(progress["chunks_done"]), progress["num_chunks"]
+    filled = round(BAR_WIDTH * min(1.0, done / total)) if total else 0
+    bar = "#" * filled + "." * (BAR_WIDTH - filled)
+    return (
+        f"total   {bar}  {done}/{'?' if total is None else total} chunks  "
+        f"{progress['items_done']} items  {progress['items_per_s']:.3g} items/s  "
+        f"{eta_text(progress['eta_s'])}"
+    )
 
 
 def compact(progress: dict[str, Any]) -> str:

@@ -27,6 +27,11 @@ class MapProgressPublic(BaseModel):
     chunks_done_before: int = Field(description="written by an earlier run (resume)")
     strategy: str | None
     ranks: list[MapRankPublic] = Field(description="empty for a job that is not a map job")
+    num_items: int | None = Field(description="every item of the job; null before it starts")
+    chunks_done: int = Field(description="chunks written so far, by this run and earlier ones")
+    items_done: int = Field(description="items this run has mapped")
+    items_per_s: float = Field(description="the ranks still working, together")
+    eta_s: float | None = Field(description="seconds to the last chunk at the rate now")
 
 
 class FollowUpPublic(BaseModel):

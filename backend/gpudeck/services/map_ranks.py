@@ -35,6 +35,41 @@ class MapRanks:
     chunks_done_before: int  # written by an earlier run (resume)
     strategy: str | None
     ranks: list[RankProgress]
+    num_items: int | None = None  # every item of the job
+
+    @property
+    def chunks_done(self) -> int:
+        """Chunks written so far, by this run and earlier ones."""
+        return self.chunks_done_before + sum(r.chunks_done for r in self.ranks)
+
+    @property
+    def items_done(self) -> int:
+        """Items this run has mapped."""
+        return sum(r.items_done for r in self.ranks)
+
+    @property
+    def items_per_s(self) -> float:
+        """The job's rate now: the ranks still working (one that finished its share adds
+        nothing to what is left)."""
+        return sum(r.items_per_s for r in self.ranks if not _finished(r))
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds to the last chunk at today's rate; None until there is a rate to go by."""
+        if self.num_chunks is None or self.num_items is None:
+            return None
+        chunks_left = max(0, self.num_chunks - self.chunks_done)
+        if chunks_left == 0:
+            return 0.0
+        rate = self.items_per_s
+        if rate <= 0:
+            return None
+        # chunks hold chunk_size items each but the last: counting in the job's mean is close
+        return chunks_left * self.num_items / self.num_chunks / rate
+
+
+def _finished(rank: RankProgress) -> bool:
+    return rank.chunks_total is not None and rank.chunks_done >= rank.chunks_total
 
 
 def summarize(events: Iterable[Event]) -> MapRanks:
@@ -60,6 +95,7 @@ def summarize(events: Iterable[Event]) -> MapRanks:
         chunks_done_before=int(head.get("chunks_done", 0)),
         strategy=head.get("strategy"),
         ranks=[ranks[r] for r in sorted(ranks)],
+        num_items=_int_or_none(head.get("num_items")),
     )
 
 

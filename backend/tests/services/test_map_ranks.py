@@ -16,7 +16,8 @@ from gpudeck.services.map_ranks import summarize
 
 
 def _start(rank: int, share: int | None) -> Event:
-    data = {"num_chunks": 10, "chunks_done": 2, "strategy": "balanced", "rank_chunks": share}
+    data = {"num_chunks": 10, "chunks_done": 2, "strategy": "balanced", "rank_chunks": share,
+            "num_items": 80}  # fmt: skip
     return Event("map_start", 1, rank, 0.0, data)
 
 
@@ -42,6 +43,18 @@ def test_each_rank_shows_its_newest_counts_and_never_goes_back() -> None:
     assert summarize([]).ranks == [] and summarize([]).num_chunks is None
 
 
+def test_the_totals_count_every_rank_and_the_eta_only_those_still_working() -> None:
+    # 10 chunks of 8 items, 2 written before; rank 0 finished its 4, rank 1 has 1 of 4 left
+    summary = summarize([_start(0, 4), _start(1, 4), _chunk(0, 4, 4, 32), _chunk(1, 3, 4, 24)])
+    assert (summary.num_items, summary.chunks_done, summary.items_done) == (80, 9, 56)
+    assert summary.items_per_s == 6.0  # rank 1's alone: rank 0 has nothing left to do
+    assert summary.eta_s == 8 / 6.0  # one chunk of 8 items at 6 items/s
+    done = summarize([_start(0, 4), _start(1, 4), _chunk(0, 4, 4, 32), _chunk(1, 4, 4, 32)])
+    assert done.eta_s == 0.0
+    assert summarize([_start(0, 4)]).eta_s is None  # no rate yet
+    assert summarize([]).eta_s is None
+
+
 def _sae_job(client: TestClient, db: Session) -> int:
     register_devices(db)
     body: dict[str, Any] = {"kind": "sae", "config": {}, "devices": [{"index": 0}]}
@@ -63,4 +76,5 @@ def test_the_endpoint_reads_the_jobs_stream(
         {"rank": 0, "chunks_done": 0, "chunks_total": 3, "items_done": 0, "items_per_s": 0.0},
         {"rank": 1, "chunks_done": 2, "chunks_total": 3, "items_done": 5, "items_per_s": 4.0},
     ]
+    assert answer.json()["chunks_done"] == 4 and answer.json()["items_per_s"] == 4.0
     assert client.get("/api/jobs/999999/map-progress").status_code == 404

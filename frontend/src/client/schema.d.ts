@@ -1319,15 +1319,40 @@ export interface components {
         /** MapProgressPublic */
         MapProgressPublic: {
             /**
+             * Chunks Done
+             * @description chunks written so far, by this run and earlier ones
+             */
+            chunks_done: number;
+            /**
              * Chunks Done Before
              * @description written by an earlier run (resume)
              */
             chunks_done_before: number;
             /**
+             * Eta S
+             * @description seconds to the last chunk at the rate now
+             */
+            eta_s: number | null;
+            /**
+             * Items Done
+             * @description items this run has mapped
+             */
+            items_done: number;
+            /**
+             * Items Per S
+             * @description the ranks still working, together
+             */
+            items_per_s: number;
+            /**
              * Num Chunks
              * @description every chunk of the job; null before it starts
              */
             num_chunks: number | null;
+            /**
+             * Num Items
+             * @description every item of the job; null before it starts
+             */
+            num_items: number | null;
             /**
              * Ranks
              * @description empty for a job that is not a map job

@@ -42,7 +42,13 @@ export function formatAge(iso: string | null | undefined, now = Date.now()): str
 export function formatDuration(startIso: string | null, endIso: string | null, now = Date.now()): string {
   if (!startIso) return "—";
   const end = endIso ? Date.parse(endIso) : now;
-  const seconds = Math.max(0, Math.round((end - Date.parse(startIso)) / 1000));
+  return formatSeconds((end - Date.parse(startIso)) / 1000);
+}
+
+/** "45s", "3m 20s", "2h 5m"; "—" for null (not known yet). */
+export function formatSeconds(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return "—";
+  const seconds = Math.max(0, Math.round(value));
   const h = Math.floor(seconds / 3600);
   const m = Math.floor((seconds % 3600) / 60);
   const s = seconds % 60;

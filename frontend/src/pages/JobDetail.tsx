@@ -61,7 +61,12 @@ export function JobDetail() {
       </div>
       <QueuePlace job={j} />
       <section className="card">
-        <ProgressBar value={j.progress.step} total={j.progress.total} label="training progress" />
+        {isMap && ranks.data && ranks.data.num_chunks !== null ? (
+          // a map job counts chunks written (earlier runs' included), not steps
+          <ProgressBar value={ranks.data.chunks_done} total={ranks.data.num_chunks} label="chunks written" />
+        ) : (
+          <ProgressBar value={j.progress.step} total={j.progress.total} label="training progress" />
+        )}
         <dl className="facts">
           <div>
             <dt>kind</dt>

@@ -36,7 +36,18 @@ function jobPage(status: "running" | "failed") {
     "GET /api/jobs/7/metrics": () => json({ items: [], last_step: null }),
     "GET /api/jobs/7/logs": () => new Response("", { status: 200, headers: { "Content-Type": "text/plain" } }),
     "GET /api/jobs/7/checkpoints": () => json([]),
-    "GET /api/jobs/7/map-progress": () => json({ num_chunks: null, chunks_done_before: 0, strategy: null, ranks: [] }),
+    "GET /api/jobs/7/map-progress": () =>
+      json({
+        num_chunks: null,
+        chunks_done_before: 0,
+        strategy: null,
+        ranks: [],
+        num_items: null,
+        chunks_done: 0,
+        items_done: 0,
+        items_per_s: 0,
+        eta_s: null,
+      }),
     "GET /api/jobs/7/follow-up": () => json(followUp),
     "GET /api/gpus": () => json([]),
   });

@@ -30,6 +30,9 @@ function page(job: ReturnType<typeof makeJob>, progress: MapProgress | (() => Ma
   return api;
 }
 
+/** Totals the tests below do not look at. */
+const totals = { num_items: null, chunks_done: 0, items_done: 0, items_per_s: 0, eta_s: null };
+
 const bar = (rank: number) => within(screen.getByTestId(`rank-${rank}`)).getByRole("progressbar");
 
 describe("JobDetail of a map job", () => {
@@ -42,6 +45,11 @@ describe("JobDetail of a map job", () => {
         { rank: 0, chunks_done: 3, chunks_total: 5, items_done: 48, items_per_s: 12.5 },
         { rank: 1, chunks_done: 5, chunks_total: 5, items_done: 80, items_per_s: 20 },
       ],
+      num_items: 192,
+      chunks_done: 10,
+      items_done: 128,
+      items_per_s: 12.5,
+      eta_s: 150,
     });
     await screen.findByTestId("rank-progress");
     expect(bar(0)).toHaveAttribute("aria-valuenow", "3");
@@ -49,6 +57,9 @@ describe("JobDetail of a map job", () => {
     expect(bar(1)).toHaveTextContent("5 / 5 · 100%");
     expect(screen.getByTestId("rank-0")).toHaveTextContent("48 items");
     expect(screen.getByText(/2 chunks written by an earlier run/)).toBeInTheDocument();
+    // the whole job: its chunks on the page's main bar, and the rate and ETA
+    expect(screen.getByRole("progressbar", { name: "chunks written" })).toHaveTextContent("10 / 12 · 83%");
+    expect(screen.getByTestId("map-total")).toHaveTextContent("10 / 12 chunks · 128 items · 12.5/s · ETA 2m 30s");
   });
 
   it("measures a dynamic rank against the chunks left for the run", async () => {
@@ -57,6 +68,7 @@ describe("JobDetail of a map job", () => {
       chunks_done_before: 0,
       strategy: "dynamic",
       ranks: [{ rank: 0, chunks_done: 4, chunks_total: null, items_done: 4, items_per_s: 1 }],
+      ...totals,
     });
     await screen.findByTestId("rank-progress");
     expect(bar(0)).toHaveAttribute("aria-valuemax", "10");
@@ -72,6 +84,7 @@ describe("JobDetail of a map job", () => {
         chunks_done_before: 0,
         strategy: "balanced",
         ranks: [{ rank: 0, chunks_done: done, chunks_total: 6, items_done: done * 4, items_per_s: 2 }],
+        ...totals,
       }),
       () => job,
     );
@@ -85,7 +98,7 @@ describe("JobDetail of a map job", () => {
   });
 
   it("does not ask for ranks' chunks on a job that is not a map job", async () => {
-    const api = page(makeJob(), { num_chunks: null, chunks_done_before: 0, strategy: null, ranks: [] });
+    const api = page(makeJob(), { num_chunks: null, chunks_done_before: 0, strategy: null, ranks: [], ...totals });
     await screen.findByText("L0"); // the sae kind has loaded: the page knows it is no map job
     expect(api.requests.some((r) => r.path.endsWith("/map-progress"))).toBe(false);
     expect(screen.queryByTestId("rank-progress")).toBeNull();

@@ -1,9 +1,10 @@
 import type { MapProgress } from "../../client/types";
-import { formatCompact } from "../../lib/format";
+import { formatCompact, formatSeconds } from "../../lib/format";
 import { ProgressBar } from "../ProgressBar";
 
 /**
- * One bar per rank of a map job: the chunks it finished of its share. Under `dynamic` a rank
+ * A map job's totals (chunks, items, rate, ETA), then one bar per rank: the chunks it finished
+ * of its share. Under `dynamic` a rank
  * claims chunks as it goes, so it has no share of its own: its bar is against the chunks left
  * for the run, which all ranks share.
  */
@@ -15,6 +16,10 @@ export function RankProgress({ progress }: { progress: MapProgress }) {
       <h2>
         Ranks <span className="muted small">{progress.strategy ?? ""}</span>
       </h2>
+      <p className="small" data-testid="map-total">
+        {progress.chunks_done.toLocaleString()} / {progress.num_chunks === null ? "?" : progress.num_chunks.toLocaleString()} chunks ·{" "}
+        {progress.items_done.toLocaleString()} items · {formatCompact(progress.items_per_s)}/s · ETA {formatSeconds(progress.eta_s)}
+      </p>
       {progress.chunks_done_before > 0 && <p className="muted small">{progress.chunks_done_before} chunks written by an earlier run</p>}
       <ul className="rank-progress">
         {progress.ranks.map((r) => (
