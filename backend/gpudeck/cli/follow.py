@@ -69,7 +69,10 @@ class JobFollower:
         ]
         progress = self.job["progress"]
         if self.map_total is not None:  # a map job counts chunks, not steps
-            progress = {"step": self.map_total["chunks_done"], "total": self.map_total["num_chunks"]}
+            progress = {
+                "step": self.map_total["chunks_done"],
+                "total": self.map_total["num_chunks"],
+            }
         self.progress.update(
             self.task,
             completed=progress["step"],
