@@ -17,6 +17,7 @@ What GPUDeck adds, all optional (the script runs without them):
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import tempfile
@@ -137,6 +138,10 @@ def main() -> None:
             break
     if rank == 0:
         print(f"final_loss {global_loss.item():.10f}", flush=True)
+    # Free the process group before Python exits (see plain_ddp.py: otherwise gloo's worker
+    # thread can abort the process during interpreter shutdown).
+    del ddp, opt
+    gc.collect()
     dist.destroy_process_group()
 
 

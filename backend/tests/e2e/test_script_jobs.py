@@ -38,6 +38,7 @@ from gpudeck.telemetry.stream import managed_pids
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "scripts" / "ddp_train.py"
+PLAIN_EXAMPLE = REPO / "examples" / "scripts" / "plain_ddp.py"  # knows nothing of GPUDeck
 SCRIPTS = REPO / "backend" / "tests" / "kinds" / "script" / "scripts"
 TERMINAL = {"succeeded", "failed", "cancelled", "lost"}
 MIB = 1024**2
@@ -50,6 +51,7 @@ def code_root(tmp_path: Path) -> Path:
     root = tmp_path / "code"
     root.mkdir()
     shutil.copy(EXAMPLE, root)
+    shutil.copy(PLAIN_EXAMPLE, root)
     for script in SCRIPTS.glob("*.py"):
         shutil.copy(script, root)
     return root
@@ -144,6 +146,18 @@ def plain_torchrun_loss(tmp_path: Path, script: Path = EXAMPLE, args: list[str] 
 def final_loss(settings: Settings, job_id: int) -> float:
     text = (run_dir(settings, job_id) / "rank0.log").read_text()
     return float(re.findall(r"final_loss (\S+)", text)[-1])
+
+
+def test_a_script_that_knows_nothing_of_gpudeck_runs_unchanged_and_matches_plain_torchrun(
+    api: TestClient, script_worker: WorkerProcess, e2e_settings: Settings, tmp_path: Path
+) -> None:
+    args = ["--steps", "40", "--seed", "3"]
+    expected = plain_torchrun_loss(tmp_path, PLAIN_EXAMPLE, args)
+    job_id = submit(api, {"entrypoint": "plain_ddp.py", "args": args}, [4, 5])
+    job = wait_status(api, job_id, TERMINAL)
+    assert job["status"] == "succeeded", job["error"]
+    assert abs(final_loss(e2e_settings, job_id) - expected) <= 1e-6
+    assert_nothing_left(e2e_settings, job_id, token_of(e2e_settings, job_id))
 
 
 def test_the_example_runs_unchanged_and_matches_plain_torchrun(
