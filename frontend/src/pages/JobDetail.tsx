@@ -147,7 +147,7 @@ export function JobDetail() {
       <TrainingCharts points={points} charts={kind.data?.charts ?? []} />
       <div className="two-col">
         <LogTail job={j} />
-        <Checkpoints job={j} />
+        <Checkpoints job={j} resumesFromOutput={isMap} />
       </div>
     </div>
   );

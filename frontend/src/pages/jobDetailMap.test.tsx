@@ -57,6 +57,7 @@ describe("JobDetail of a map job", () => {
     expect(bar(1)).toHaveTextContent("5 / 5 · 100%");
     expect(screen.getByTestId("rank-0")).toHaveTextContent("48 items");
     expect(screen.getByText(/2 chunks written by an earlier run/)).toBeInTheDocument();
+    expect(screen.getByText(/a map job's output chunks are its checkpoints/)).toBeInTheDocument();
     // the whole job: its chunks on the page's main bar, and the rate and ETA
     expect(screen.getByRole("progressbar", { name: "chunks written" })).toHaveTextContent("10 / 12 · 83%");
     expect(screen.getByTestId("map-total")).toHaveTextContent("10 / 12 chunks · 128 items · 12.5/s · ETA 2m 30s");

@@ -25,14 +25,21 @@ function CheckpointLink({ file }: { file: CheckpointFile }) {
   );
 }
 
-export function Checkpoints({ job }: { job: Job }) {
+/** What an empty list means: a map job's chunks are its progress; other jobs say their interval. */
+function noneYet(job: Job, resumesFromOutput: boolean): string {
+  if (resumesFromOutput) return "None: a map job's output chunks are its checkpoints; a resumed job skips the chunks written.";
+  const interval = job.config["checkpoint_interval"];
+  return typeof interval === "number" ? `None yet: rank 0 writes one every ${interval} steps.` : "None yet.";
+}
+
+export function Checkpoints({ job, resumesFromOutput = false }: { job: Job; resumesFromOutput?: boolean }) {
   const checkpoints = useCheckpoints(job.id, !isTerminal(job.status));
   const items = checkpoints.data ?? [];
   return (
     <section className="card">
       <h2>Checkpoints</h2>
       {items.length === 0 ? (
-        <p className="muted">None yet: rank 0 writes one every {String(job.config["checkpoint_interval"] ?? "?")} steps.</p>
+        <p className="muted">{noneYet(job, resumesFromOutput)}</p>
       ) : (
         <table className="checkpoints" data-testid="checkpoints">
           <thead>
