@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import redis
 from fastapi.testclient import TestClient
-from harness import register_devices
-from sqlalchemy.orm import Session
+from harness import TEST_NODE, register_devices
+from sqlalchemy import func, update
+from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
 from gpudeck.engine import kinds
+from gpudeck.models import Node
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # e2e_kinds and e2e_helpers
 from e2e_helpers import WorkerProcess, spawn_part, worker_env
@@ -70,8 +73,37 @@ def start_scheduler(
         scheduler.stop(timeout_s=30)
 
 
+class NodeReports(threading.Thread):
+    """The test node reports every few seconds, as its sampler would: a test longer than the
+    offline threshold (90 s, easily reached by a long test on a loaded machine) must not find
+    its own node offline and its devices refused."""
+
+    def __init__(self, sessions: sessionmaker[Session], node: str, every_s: float = 5.0) -> None:
+        super().__init__(daemon=True)
+        self.sessions, self.node, self.every_s = sessions, node, every_s
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.every_s):
+            with self.sessions() as session:
+                session.execute(
+                    update(Node).where(Node.name == self.node).values(last_seen_at=func.now())
+                )
+                session.commit()
+
+
 @pytest.fixture
-def api(client: TestClient, db: Session, e2e_settings: Settings) -> TestClient:
-    """The API (signed in as admin) on a node with eight simulated devices."""
+def api(
+    client: TestClient,
+    db: Session,
+    e2e_settings: Settings,
+    session_factory: sessionmaker[Session],
+) -> Iterator[TestClient]:
+    """The API (signed in as admin) on a node with eight simulated devices, online for as
+    long as the test runs."""
     register_devices(db)
-    return client
+    reports = NodeReports(session_factory, TEST_NODE)
+    reports.start()
+    yield client
+    reports.stopped.set()
+    reports.join()
