@@ -17,6 +17,8 @@ never imports torch:
 - `follow_up`: optional, `follow_up(config, data_dir) -> FollowUp | None`: the job that can
   work on this kind's output (an `sae` on extracted activations), prefilled from its config
   and what it wrote (the dashboard's "train an SAE on this output")
+- `expectations`: optional, `expectations(config) -> list[Expectation]`: figures the job is
+  expected to show, known from its config before it runs (an SAE's L0); the form shows them
 - `command`: optional, `command(launch) -> engine.command.CommandSpec`: the kind runs one
   program of its own (e.g. torchrun) instead of `train` in one rank process per device; the
   launcher starts it under a guard (engine/command.py) with the same cancel and fault rules
@@ -91,6 +93,15 @@ class FollowUp:
 
 
 @dataclass(frozen=True)
+class Expectation:
+    """A figure a job should show, read from its config alone (TopK's L0 is its k)."""
+
+    label: str
+    value: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Series:
     metric: str  # a key of the metrics the kind reports with ctx.report
     label: str
@@ -132,6 +143,8 @@ class JobKind:
     runs_user_code: bool = False
     # "module:function" describing the job that can follow on this kind's output (see above).
     follow_up: str | None = None
+    # "module:function" giving the figures the job should show (see `expectations` above).
+    expectations: str | None = None
 
     def resolve_train(self) -> Callable[..., Any]:
         return _resolve(self.train)
@@ -150,6 +163,9 @@ class JobKind:
 
     def resolve_follow_up(self) -> Callable[..., FollowUp | None] | None:
         return _resolve(self.follow_up) if self.follow_up else None
+
+    def resolve_expectations(self) -> Callable[..., list[Expectation]] | None:
+        return _resolve(self.expectations) if self.expectations else None
 
 
 def _resolve(ref: str) -> Callable[..., Any]:

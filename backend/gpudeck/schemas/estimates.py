@@ -29,6 +29,12 @@ class MemoryComponentPublic(BaseModel):
     note: str
 
 
+class ExpectationPublic(BaseModel):
+    label: str
+    value: str
+    note: str
+
+
 class EstimatePublic(BaseModel):
     bytes_per_device: int = Field(description="peak incl. framework reserve: compare with free")
     peak_step_bytes: int = Field(description="what torch.cuda.max_memory_allocated should show")
@@ -38,6 +44,10 @@ class EstimatePublic(BaseModel):
     per_rank_batch: int
     dtype: str
     device_type: DeviceType
+    expectations: list[ExpectationPublic] = Field(
+        default_factory=list,
+        description="figures the job should show, read from its config (an SAE's L0)",
+    )
 
 
 class MaxBatchPublic(BaseModel):

@@ -27,6 +27,24 @@ def test_estimate_returns_the_breakdown() -> None:
     assert "MemTracker" in data["method"]
 
 
+def test_the_estimate_says_what_l0_the_architecture_will_give() -> None:
+    client = _client()
+
+    def expected(config: dict[str, object]) -> dict[str, dict[str, str]]:
+        answer = client.post("/api/estimate", json={"kind": "sae", "config": {**SAE, **config}})
+        assert answer.status_code == 200, answer.text
+        return {e["label"]: e for e in answer.json()["expectations"]}
+
+    topk = expected({"architecture": "topk", "k": 7})
+    assert topk["expected L0"]["value"] == "7"
+    assert topk["dictionary"]["value"] == "2,048 latents (8 x d_in)"
+    assert "on average" in expected({"architecture": "batchtopk", "k": 3})["expected L0"]["note"]
+    jumprelu = expected({"architecture": "jumprelu"})["expected L0"]
+    assert jumprelu["value"] == "learned"
+    assert "l0_coefficient" in jumprelu["note"]
+    assert "l1_coefficient" in expected({"architecture": "standard"})["expected L0"]["note"]
+
+
 def test_bad_config_and_kind_are_422() -> None:
     client = _client()
     bad = client.post("/api/estimate", json={"kind": "sae", "config": {"d_in": 0}})

@@ -827,6 +827,11 @@ export interface components {
             device_type: "cuda" | "cpu";
             /** Dtype */
             dtype: string;
+            /**
+             * Expectations
+             * @description figures the job should show, read from its config (an SAE's L0)
+             */
+            expectations?: components["schemas"]["ExpectationPublic"][];
             /** Method */
             method: string;
             /**
@@ -878,6 +883,15 @@ export interface components {
             reason: "other_node" | "held_by_job" | "external_process" | "stale_telemetry" | "insufficient_memory";
             /** Uuid */
             uuid: string;
+        };
+        /** ExpectationPublic */
+        ExpectationPublic: {
+            /** Label */
+            label: string;
+            /** Note */
+            note: string;
+            /** Value */
+            value: string;
         };
         /** ExternalProcess */
         ExternalProcess: {

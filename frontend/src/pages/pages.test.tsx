@@ -138,6 +138,7 @@ describe("NewJob", () => {
     per_rank_batch: 4096,
     dtype: "float32",
     device_type: "cuda",
+    expectations: [{ label: "expected L0", value: "5", note: "exactly k latents on every sample" }],
   };
   const recommendation = {
     devices: [{ node: "node-a", uuid: "G1", index: 1, name: "Simulated H100", memory_total_bytes: 80 * GIB, memory_free_bytes: 72 * GIB }],
@@ -169,6 +170,8 @@ describe("NewJob", () => {
     expect(await screen.findByTestId("estimate-bytes")).toHaveTextContent("2.0 GiB");
     // the CUDA figure the job page and the board show, even on simulated devices
     expect(screen.getByTestId("estimate")).toHaveTextContent("per device (CUDA, incl. framework reserve)");
+    // what the job should show, as the kind reads it from the config
+    expect(screen.getByTestId("expectation")).toHaveTextContent("expected L05exactly k latents on every sample");
     expect(
       api.requests.filter((r) => r.path === "/api/estimate").every((r) => (r.body as { device_type: string }).device_type === "cuda"),
     ).toBe(true);

@@ -16,6 +16,7 @@ from gpudeck.engine.kinds import JobKind, MemoryEstimate, get_kind
 from gpudeck.schemas.estimates import (
     EstimatePublic,
     EstimateRequest,
+    ExpectationPublic,
     MaxBatchPublic,
     MaxBatchRequest,
 )
@@ -36,7 +37,14 @@ async def estimate(request: EstimateRequest) -> EstimatePublic:
     result = await run_in_threadpool(
         estimate_fn, config, request.world_size, device_type=request.device_type
     )
-    return EstimatePublic.model_validate(result.model_dump())
+    public = EstimatePublic.model_validate(result.model_dump())
+    expectations_fn = kind.resolve_expectations()
+    if expectations_fn is not None:
+        public.expectations = [
+            ExpectationPublic.model_validate(e, from_attributes=True)
+            for e in expectations_fn(config)
+        ]
+    return public
 
 
 @router.post("/max-batch")

@@ -46,4 +46,5 @@ KIND = JobKind(
         Series("dead_features", "dead features"),
     ),
     warm_estimate=True,
+    expectations="gpudeck.kinds.sae.expectations:expectations",
 )

@@ -10,13 +10,33 @@ interface Props {
   freeBytes: number | null;
 }
 
-/** "Memory per device": the estimate's breakdown, or why there is none. */
+/** What the job should show, read from its config by its kind (an SAE's expected L0). */
+function Expectations({ items }: { items: Estimate["expectations"] }) {
+  if (!items?.length) return null;
+  return (
+    <dl className="facts" data-testid="expectations">
+      {items.map((e) => (
+        <div key={e.label} data-testid="expectation">
+          <dt>{e.label}</dt>
+          <dd title={e.note}>{e.value}</dd>
+          {e.note && <dd className="muted small">{e.note}</dd>}
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+/** "Memory per device": the estimate's breakdown, or why there is none; then what the job
+ * should show (its kind's expectations). */
 export function EstimatePanel({ estimate, error, fieldsInvalid, freeBytes }: Props) {
   return (
     <section className="card">
       <h2>Memory per device</h2>
       {estimate && !error ? (
-        <MemoryBreakdown estimate={estimate} freeBytes={freeBytes} />
+        <>
+          <MemoryBreakdown estimate={estimate} freeBytes={freeBytes} />
+          <Expectations items={estimate.expectations} />
+        </>
       ) : error ? (
         <p className="field-error" data-testid="estimate-error">
           No estimate: {fieldsInvalid ? "fix the fields marked in the form." : error.message}
