@@ -39,6 +39,7 @@ from gpudeck.services.job_events import job_stream
 from gpudeck.services.runs import LaunchPlan
 from gpudeck.telemetry.stream import register_rank_pid, unregister_pids
 from gpudeck.worker.events import expire_stream, send, status_data
+from gpudeck.worker.log_shipper import LogShipper
 from gpudeck.worker.relay import EventRelay
 from gpudeck.worker.retry import until_stored
 
@@ -145,8 +146,10 @@ class JobRunner:
             self._status(JobStatus.starting)
         handle = self.runtime.track(self.job_id)
         group: RankGroup | CommandGroup | None = None
+        shipper: LogShipper | None = None
         try:
             group = self.runtime.launcher.launch(self._contract(plan))
+            shipper = self._ship_logs(plan, group)
             self._register_pids(group)
             log.info(
                 "job %s: %d ranks in group %d (%s start)",
@@ -167,11 +170,29 @@ class JobRunner:
             if group is not None:
                 group.kill()  # whatever happened above, no process of the job survives
                 group.close()
+                if shipper is not None:
+                    shipper.close()  # the rest of every log, before the job can end
                 self._unregister_pids(group)
                 self._record_rank_memory(group, plan)
                 remove_partial(self.checkpoint_dir)  # a rank killed mid-write left these
             self.runtime.untrack(self.job_id)
         self._finish(outcome, plan)
+
+    def _ship_logs(self, plan: LaunchPlan, group: RankGroup | CommandGroup) -> LogShipper:
+        """This node's ranks' logs into Postgres, for an API on any machine (a script may run
+        several ranks per device); a node that does not lead also puts them on the stream."""
+        local = max(plan.world_size, group.local_ranks)
+        shipper = LogShipper(
+            self.job_id,
+            self.node,
+            self.run_dir,
+            range(plan.rank_offset, plan.rank_offset + local),
+            self.runtime.sessionmaker,
+            self.settings.log_store_bytes,
+            events=None if plan.leads else self.runtime.redis,
+        )
+        shipper.start()
+        return shipper
 
     def _join(self) -> LaunchPlan | None:
         """Claim this node's part of a job across nodes once its first node has published the
