@@ -261,6 +261,15 @@ def test_two_nodes_train_as_one_run_a_torchrun_script_and_end_together(
         "rank2.log",
         "rank3.log",
     ]
+    # The API runs on neither node (the test's own data directory): node-b's ranks' output
+    # comes from the copy node-b's worker stored, whole, and so does torchrun's rank on node-b.
+    for job_id, rank in ((across, 2), (across, 3), (script, 1)):
+        served = client.get(f"/api/jobs/{job_id}/logs", params={"rank": rank, "tail": 100_000})
+        assert served.status_code == 200, served.text
+        assert served.text == (b.run_dir(job_id) / f"rank{rank}.log").read_text()
+    assert "rank 2 joined the process group" in client.get(
+        f"/api/jobs/{across}/logs", params={"rank": 2}
+    ).text
     ours, reference = final_weights(a, across), final_weights(b, alone)
     assert ours.keys() == reference.keys()
     for name, tensor in ours.items():
