@@ -18,13 +18,16 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from itertools import islice
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from gpudeck.models import JobLogChunk
+from gpudeck.models import Job, JobLogChunk
+from gpudeck.services import job_state
 
+LEFTOVER_WINDOW = timedelta(days=1)  # how far back a restarted worker looks for them
 TAIL_PAGE = 256  # chunks read at a time, newest first, for a tail
 HEAD_FRACTION = 4  # the head keeps 1/HEAD_FRACTION of the cap
 
@@ -128,6 +131,30 @@ def ship_state(session: Session, job_id: int, rank: int, node: str, cap_bytes: i
     cap.close_head()  # a new run's output is never the start of the log
     offset = last_start + int(last_size) if last_node == node else 0
     return ShipState(last_seq + 1, offset, cap)
+
+
+def unfinished(session: Session, node: str) -> dict[int, list[int]]:
+    """Ranks of this node, by job, whose last stored chunk is not final although the job has
+    ended: their worker died before it shipped the end of their logs (its ranks died with it,
+    so their files are whole). Only jobs that ended within LEFTOVER_WINDOW are looked at."""
+    terminal = [s.value for s in job_state.TERMINAL]
+    c = JobLogChunk
+    last = (
+        select(c.job_id, c.rank, func.max(c.seq).label("seq"))
+        .join(Job, Job.id == c.job_id)
+        .where(Job.status.in_(terminal), Job.finished_at > func.now() - LEFTOVER_WINDOW)
+        .group_by(c.job_id, c.rank)
+        .subquery()
+    )
+    rows = session.execute(
+        select(c.job_id, c.rank)
+        .join(last, (last.c.job_id == c.job_id) & (last.c.rank == c.rank) & (last.c.seq == c.seq))
+        .where(c.node == node, c.final.is_(False))
+    )
+    found: dict[int, list[int]] = {}
+    for job_id, rank in rows:
+        found.setdefault(job_id, []).append(rank)
+    return found
 
 
 def add_chunk(session: Session, job_id: int, rank: int, chunk: Chunk) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +55,7 @@ class LogShipper:
         job_id: int,
         node: str,
         run_dir: Path,
-        ranks: range,
+        ranks: Sequence[int],
         factory: sessionmaker[Session],
         cap_bytes: int,
         events: redis.Redis | None = None,
@@ -203,6 +204,29 @@ class LogShipper:
             if self._redis_warned_at is None or now - self._redis_warned_at >= WARN_EVERY_S:
                 log.warning("job %s: log lines not sent to its stream: %s", self.job_id, exc)
                 self._redis_warned_at = now
+
+
+def ship_leftovers(
+    factory: sessionmaker[Session], data_dir: Path, node: str, cap_bytes: int, skip: set[int]
+) -> None:
+    """At worker start: the end of each log that a killed worker of this node left unshipped
+    (its ranks died with it, so the files are complete), marked final. Jobs in `skip` are
+    running here again and ship their own."""
+    with transaction(factory) as session:
+        leftovers = rank_logs.unfinished(session, node)
+    for job_id, ranks in leftovers.items():
+        if job_id in skip:
+            continue
+        run_dir = data_dir / "jobs" / str(job_id)
+        shipper = LogShipper(job_id, node, run_dir, sorted(ranks), factory, cap_bytes)
+        try:
+            while shipper.ship(final=True):
+                pass
+        except Exception:
+            log.exception("job %s: could not store the end of its rank logs", job_id)
+            continue
+        log.info("job %s: stored the end of its rank logs %s, left by a worker that died",
+                 job_id, sorted(ranks))  # fmt: skip
 
 
 def _read(path: Path, start: int, count: int) -> bytes:

@@ -267,9 +267,10 @@ def test_two_nodes_train_as_one_run_a_torchrun_script_and_end_together(
         served = client.get(f"/api/jobs/{job_id}/logs", params={"rank": rank, "tail": 100_000})
         assert served.status_code == 200, served.text
         assert served.text == (b.run_dir(job_id) / f"rank{rank}.log").read_text()
-    assert "rank 2 joined the process group" in client.get(
-        f"/api/jobs/{across}/logs", params={"rank": 2}
-    ).text
+    assert (
+        "rank 2 joined the process group"
+        in client.get(f"/api/jobs/{across}/logs", params={"rank": 2}).text
+    )
     ours, reference = final_weights(a, across), final_weights(b, alone)
     assert ours.keys() == reference.keys()
     for name, tensor in ours.items():

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import redis
 from harness import make_job
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.db import make_engine, make_sessionmaker
-from gpudeck.models import JobLogChunk
+from gpudeck.models import JobLogChunk, JobStatus
 from gpudeck.services import rank_logs
-from gpudeck.worker.log_shipper import LogShipper
+from gpudeck.worker.log_shipper import LogShipper, ship_leftovers
 
 CAP = 16 * 1024 * 1024
 
@@ -120,3 +120,31 @@ def test_a_huge_log_keeps_its_start_and_newest_output_and_says_what_is_missing(
     known = set(lines)
     assert [line for line in kept if line not in known] == []  # never half a line
     assert kept == sorted(kept)
+
+
+def test_the_end_a_killed_worker_left_unshipped_is_stored_once_its_job_has_ended(
+    db: Session, session_factory: sessionmaker[Session], devices: str, tmp_path: Path
+) -> None:
+    ended = make_job(db, devices=[0, 1, 2, 3])
+    running = make_job(db, devices=[4, 5, 6, 7], status=JobStatus.running)
+    for job in (ended, running):
+        run_dir = tmp_path / "jobs" / str(job.id)
+        run_dir.mkdir(parents=True)
+        (run_dir / "rank2.log").write_text("shipped\n")
+        shipper(session_factory, job.id, run_dir).ship()  # then the worker is killed
+        with (run_dir / "rank2.log").open("a") as fh:
+            fh.write("never shipped by the dead worker\nits last wo")
+    db.execute(
+        text("UPDATE jobs SET status = 'lost', finished_at = now() WHERE id = :id"),
+        {"id": ended.id},
+    )
+    db.commit()
+    ship_leftovers(session_factory, tmp_path, "node-a", CAP, skip=set())  # another node's
+    assert stored_text(db, ended.id, 2) == "shipped\n"
+    ship_leftovers(session_factory, tmp_path, "node-b", CAP, skip=set())
+    assert stored_text(db, ended.id, 2) == "shipped\nnever shipped by the dead worker\nits last wo"
+    assert stored_text(db, running.id, 2) == "shipped\n"  # its runner still ships it
+    final = select(JobLogChunk.final).where(JobLogChunk.job_id == ended.id)
+    assert db.scalars(final.order_by(JobLogChunk.seq.desc())).first() is True
+    ship_leftovers(session_factory, tmp_path, "node-b", CAP, skip=set())  # nothing left to do
+    assert stored_text(db, ended.id, 2).count("its last wo") == 1
