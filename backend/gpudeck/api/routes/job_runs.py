@@ -175,14 +175,18 @@ async def _follow_stored(
     while not await request.is_disconnected():
         try:
             chunks = await asyncio.to_thread(_stored_after, factory, job_id, rank, reader.last_seq)
+            if (
+                not chunks
+                and ended_at is None
+                and await asyncio.to_thread(_finished, factory, job_id)
+            ):
+                ended_at = time.monotonic()
         except DBAPIError:
             await asyncio.sleep(FOLLOW_POLL_S)  # the database is away: the copy waits for it
             continue
         if chunks:
             yield reader.feed(chunks)
             continue
-        if ended_at is None and await asyncio.to_thread(_finished, factory, job_id):
-            ended_at = time.monotonic()
         if ended_at is not None and (reader.ended or time.monotonic() - ended_at > FINAL_WAIT_S):
             return
         await asyncio.sleep(FOLLOW_POLL_S)
