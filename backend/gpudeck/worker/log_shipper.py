@@ -58,7 +58,7 @@ class LogShipper:
         ranks: Sequence[int],
         factory: sessionmaker[Session],
         cap_bytes: int,
-        events: redis.Redis | None = None,
+        events: redis.Redis | None = None,  # its own client, closed by close()
     ) -> None:
         self.job_id = job_id
         self.node = node
@@ -83,6 +83,8 @@ class LogShipper:
         self._closing.set()
         if self._thread.is_alive():
             self._thread.join()
+        if self.events is not None:
+            self.events.close()
 
     def _loop(self) -> None:
         backoff = Backoff()
@@ -96,6 +98,7 @@ class LogShipper:
                     log.exception("job %s: could not store its rank logs", self.job_id)
                     if closing:
                         return
+                    self._states = None  # read where the stored copy stands again
                     continue
                 if outage_since is None:
                     outage_since = time.monotonic()
@@ -194,11 +197,13 @@ class LogShipper:
         if self.events is None:
             return
         try:
+            pipe = self.events.pipeline(transaction=False)  # one round trip a pass
             for p in planned:
                 lines = p.chunk.data.decode(errors="replace").splitlines()
                 for line in lines[-EVENT_LINES_PER_PASS:]:
                     data = {"message": line, "rank": p.rank, "source": "output"}
-                    send(self.events, self.job_id, "log", data)
+                    send(pipe, self.job_id, "log", data)
+            pipe.execute()
         except redis.RedisError as exc:
             now = time.monotonic()
             if self._redis_warned_at is None or now - self._redis_warned_at >= WARN_EVERY_S:

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
+from gpudeck.core.redis import sync_client
 from gpudeck.engine.checkpoint_tmp import remove_partial
 from gpudeck.engine.command import CommandGroup
 from gpudeck.engine.contract import DeviceType, EventsTarget, JobLaunch
@@ -64,6 +65,7 @@ T = TypeVar("T")
 FAIL_GRACE_S = 3.0  # the other ranks of a failed job sit in a collective: no final checkpoint
 POLL_S = 0.2
 LOG_TAIL_BYTES = 4000
+EVENTS_TIMEOUT_S = 2.0  # a follower's log lines on the job's stream: best effort
 JOIN_WAIT_S = 60.0  # how long a node waits for the first node of a job to publish its rendezvous
 
 
@@ -182,6 +184,7 @@ class JobRunner:
         """This node's ranks' logs into Postgres, for an API on any machine (a script may run
         several ranks per device); a node that does not lead also puts them on the stream."""
         local = max(plan.world_size, group.local_ranks)
+        redis_url = str(self.settings.redis_url)
         shipper = LogShipper(
             self.job_id,
             self.node,
@@ -189,7 +192,8 @@ class JobRunner:
             range(plan.rank_offset, plan.rank_offset + local),
             self.runtime.sessionmaker,
             self.settings.log_store_bytes,
-            events=None if plan.leads else self.runtime.redis,
+            # Its own client, with a timeout: a paused Redis must not hold the logs up.
+            events=None if plan.leads else sync_client(redis_url, timeout_s=EVENTS_TIMEOUT_S),
         )
         shipper.start()
         return shipper
