@@ -81,6 +81,9 @@ class Settings(BaseSettings):
     fair_share_half_life_s: float = Field(default=7 * 86400, gt=0)
     scheduler_interval_s: float = Field(default=2.0, ge=0.05, le=60)
     keep_checkpoints: int = Field(default=3, ge=1, le=1000)
+    # The stored copy of each rank's log, which the API serves when the rank ran on another
+    # machine (services/rank_logs.py): its start and its newest output, this much in all.
+    log_store_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024, le=GIB)
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     # Extra job kinds: comma-separated importable modules exposing `KIND: JobKind`

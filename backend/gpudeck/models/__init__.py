@@ -3,6 +3,7 @@
 from gpudeck.models.allocation import Allocation
 from gpudeck.models.device import Device, Node, NodeToken
 from gpudeck.models.job import Checkpoint, Job, JobMetric, JobStatus
+from gpudeck.models.job_log import JobLogChunk
 from gpudeck.models.job_node import JobNode
 from gpudeck.models.job_run import JobRun
 from gpudeck.models.quota import UserQuota
@@ -15,6 +16,7 @@ __all__ = [
     "Checkpoint",
     "Device",
     "Job",
+    "JobLogChunk",
     "JobMetric",
     "JobNode",
     "JobRun",

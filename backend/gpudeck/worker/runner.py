@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
+from gpudeck.core.redis import sync_client
 from gpudeck.engine.checkpoint_tmp import remove_partial
 from gpudeck.engine.command import CommandGroup
 from gpudeck.engine.contract import DeviceType, EventsTarget, JobLaunch
@@ -39,6 +40,7 @@ from gpudeck.services.job_events import job_stream
 from gpudeck.services.runs import LaunchPlan
 from gpudeck.telemetry.stream import register_rank_pid, unregister_pids
 from gpudeck.worker.events import expire_stream, send, status_data
+from gpudeck.worker.log_shipper import LogShipper
 from gpudeck.worker.relay import EventRelay
 from gpudeck.worker.retry import until_stored
 
@@ -63,6 +65,7 @@ T = TypeVar("T")
 FAIL_GRACE_S = 3.0  # the other ranks of a failed job sit in a collective: no final checkpoint
 POLL_S = 0.2
 LOG_TAIL_BYTES = 4000
+EVENTS_TIMEOUT_S = 2.0  # a follower's log lines on the job's stream: best effort
 JOIN_WAIT_S = 60.0  # how long a node waits for the first node of a job to publish its rendezvous
 
 
@@ -145,8 +148,10 @@ class JobRunner:
             self._status(JobStatus.starting)
         handle = self.runtime.track(self.job_id)
         group: RankGroup | CommandGroup | None = None
+        shipper: LogShipper | None = None
         try:
             group = self.runtime.launcher.launch(self._contract(plan))
+            shipper = self._ship_logs(plan, group)
             self._register_pids(group)
             log.info(
                 "job %s: %d ranks in group %d (%s start)",
@@ -167,11 +172,31 @@ class JobRunner:
             if group is not None:
                 group.kill()  # whatever happened above, no process of the job survives
                 group.close()
+                if shipper is not None:
+                    shipper.close()  # the rest of every log, before the job can end
                 self._unregister_pids(group)
                 self._record_rank_memory(group, plan)
                 remove_partial(self.checkpoint_dir)  # a rank killed mid-write left these
             self.runtime.untrack(self.job_id)
         self._finish(outcome, plan)
+
+    def _ship_logs(self, plan: LaunchPlan, group: RankGroup | CommandGroup) -> LogShipper:
+        """This node's ranks' logs into Postgres, for an API on any machine (a script may run
+        several ranks per device); a node that does not lead also puts them on the stream."""
+        local = max(plan.world_size, group.local_ranks)
+        redis_url = str(self.settings.redis_url)
+        shipper = LogShipper(
+            self.job_id,
+            self.node,
+            self.run_dir,
+            range(plan.rank_offset, plan.rank_offset + local),
+            self.runtime.sessionmaker,
+            self.settings.log_store_bytes,
+            # Its own client, with a timeout: a paused Redis must not hold the logs up.
+            events=None if plan.leads else sync_client(redis_url, timeout_s=EVENTS_TIMEOUT_S),
+        )
+        shipper.start()
+        return shipper
 
     def _join(self) -> LaunchPlan | None:
         """Claim this node's part of a job across nodes once its first node has published the

@@ -17,10 +17,12 @@ from gpudeck.core.redis import sync_client
 from gpudeck.engine.kinds import registry
 from gpudeck.engine.launch import PRELOAD, Launcher
 from gpudeck.services import runs
+from gpudeck.worker.log_shipper import ship_leftovers
 from gpudeck.worker.runner import JobHandle, JobRunner
 
 log = logging.getLogger(__name__)
 _current: WorkerRuntime | None = None
+LEFTOVERS_INTERVAL_S = 30.0
 
 
 def current() -> WorkerRuntime:
@@ -60,6 +62,24 @@ class WorkerRuntime:
         )
         thread.start()
         self._threads.append(thread)
+        # The ends of logs a killed worker of this node left unshipped, once their jobs end.
+        thread = threading.Thread(
+            target=self._every,
+            args=(LEFTOVERS_INTERVAL_S, self._ship_leftovers),
+            name="gpudeck-log-leftovers",
+            daemon=True,
+        )
+        thread.start()
+        self._threads.append(thread)
+
+    def _ship_leftovers(self) -> None:
+        ship_leftovers(
+            self.sessionmaker,
+            self.settings.data_dir,
+            self.settings.node_name,
+            self.settings.log_store_bytes,
+            skip=set(self.running_job_ids()),  # their runners ship their own
+        )
 
     def begin_shutdown(self) -> None:
         """Running jobs stop gracefully (final checkpoint); their runners then return."""

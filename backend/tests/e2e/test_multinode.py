@@ -30,7 +30,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from gpudeck.cli.nodes import TOKEN_ENV
 from gpudeck.core.config import Settings, get_settings
 from gpudeck.core.linux import die_with_parent
+from gpudeck.core.redis import sync_client
 from gpudeck.engine import kinds
+from gpudeck.engine.events import decode
+from gpudeck.services.job_events import job_stream
 from gpudeck.services.nodes import issue_token
 
 WHY_NOT = netns.available()
@@ -233,7 +236,7 @@ def wait_running_everywhere(api: TestClient, follower: Node, job_id: int) -> Non
 
 @pytest.mark.long
 def test_two_nodes_train_as_one_run_a_torchrun_script_and_end_together(
-    client: TestClient, cluster: dict[str, Node]
+    client: TestClient, cluster: dict[str, Node], settings: Settings
 ) -> None:
     a, b = cluster["node-a"], cluster["node-b"]
     wait_devices(client, sum(DEVICES.values()))
@@ -261,6 +264,23 @@ def test_two_nodes_train_as_one_run_a_torchrun_script_and_end_together(
         "rank2.log",
         "rank3.log",
     ]
+    # The API runs on neither node (the test's own data directory): node-b's ranks' output
+    # comes from the copy node-b's worker stored, whole, and so does torchrun's rank on node-b.
+    for job_id, rank in ((across, 2), (across, 3), (script, 1)):
+        served = client.get(f"/api/jobs/{job_id}/logs", params={"rank": rank, "tail": 100_000})
+        assert served.status_code == 200, served.text
+        assert served.text == (b.run_dir(job_id) / f"rank{rank}.log").read_text()
+    assert (
+        "rank 2 joined the process group"
+        in client.get(f"/api/jobs/{across}/logs", params={"rank": 2}).text
+    )
+    # The job's WebSocket hears node-b's ranks too: their lines are on the job's stream.
+    events = [
+        decode(fields)
+        for _, fields in sync_client(str(settings.redis_url)).xrange(job_stream(across))
+    ]
+    logged = {e.data.get("rank") for e in events if e.type == "log"}
+    assert {0, 1, 2, 3} <= logged, logged
     ours, reference = final_weights(a, across), final_weights(b, alone)
     assert ours.keys() == reference.keys()
     for name, tensor in ours.items():

@@ -381,6 +381,10 @@ export interface paths {
         /**
          * Get Logs
          * @description A rank's stdout and stderr: the last `tail` lines; with `follow`, then new output.
+         *
+         *     Read from the rank's file when it is on this machine, else from the copy its node's worker
+         *     stored (the start and the newest output of a very long log; a line marks what was left
+         *     out).
          */
         get: operations["get_logs_api_jobs__job_id__logs_get"];
         put?: never;

@@ -1,4 +1,4 @@
-import { screen, waitFor } from "@testing-library/react";
+import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FakeWebSocket } from "../test/fakeWebSocket";
@@ -18,7 +18,7 @@ const metrics = (...steps: number[]) =>
   json({ items: steps.map((step) => ({ step, metrics: { overall_loss: 1 / step }, created_at: at })), last_step: steps.at(-1) ?? null });
 const checkpoint = { step: 50, path: "x", size_bytes: 1, loss: 0.5, created_at: at, files: [] };
 
-function jobPage(job: ReturnType<typeof makeJob>, extra: Record<string, () => Response> = {}) {
+function jobPage(job: ReturnType<typeof makeJob>, extra: Record<string, (request: Request) => Response> = {}) {
   const api = stubApi({
     [`GET /api/jobs/${job.id}`]: () => json(job),
     "GET /api/kinds/sae": () => json(makeSaeKind()),
@@ -122,10 +122,44 @@ describe("JobDetail across nodes", () => {
     expect(await screen.findByTestId("ranks-per-node")).toHaveTextContent("node-a: 0, 1 · node-b: 2, 3");
   });
 
+  it("lists the Logs card's ranks under their nodes and shows a rank of the second node", async () => {
+    const devices = [
+      { node: "node-a", uuid: "A0", index: 0, rank: 0 },
+      { node: "node-a", uuid: "A1", index: 1, rank: 1 },
+      { node: "node-b", uuid: "B0", index: 0, rank: 2 },
+      { node: "node-b", uuid: "B1", index: 1, rank: 3 },
+    ];
+    const logs = (request: Request) => {
+      const rank = new URL(request.url).searchParams.get("rank");
+      return new Response(`output of rank ${rank}\n`, { status: 200, headers: { "Content-Type": "text/plain" } });
+    };
+    const api = jobPage(makeJob({ devices, world_size: 4 }), { "GET /api/jobs/7/logs": logs });
+    const nodeB = await screen.findByTestId("log-node-node-b");
+    expect(nodeB).toHaveTextContent("node-b");
+    expect(
+      within(nodeB)
+        .getAllByRole("button")
+        .map((b) => b.textContent),
+    ).toEqual(["rank 2", "rank 3"]);
+    expect(
+      within(screen.getByTestId("log-node-node-a"))
+        .getAllByRole("button")
+        .map((b) => b.textContent),
+    ).toEqual(["rank 0", "rank 1"]);
+    expect(await screen.findByTestId("log-tail")).toHaveTextContent("output of rank 0");
+    expect(screen.getByTestId("log-source")).toHaveTextContent("rank 0 on node-a");
+    await userEvent.click(within(nodeB).getByRole("button", { name: "rank 2" }));
+    await waitFor(() => expect(screen.getByTestId("log-tail")).toHaveTextContent("output of rank 2"));
+    expect(screen.getByTestId("log-source")).toHaveTextContent("rank 2 on node-b");
+    expect(within(nodeB).getByRole("button", { name: "rank 2" })).toHaveAttribute("aria-pressed", "true");
+    expect(api.requests.some((r) => r.path === "/api/jobs/7/logs")).toBe(true);
+  });
+
   it("has no ranks-per-node line on one node", async () => {
     jobPage(makeJob());
     await screen.findByTestId("cancel");
     expect(screen.queryByTestId("ranks-per-node")).toBeNull();
+    expect(screen.queryByTestId("log-source")).toBeNull(); // one node: no node to name
   });
 });
 

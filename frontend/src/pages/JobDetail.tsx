@@ -15,13 +15,7 @@ import { useKind, useMapProgress, useParentMetrics } from "../hooks/queries";
 import { useJob } from "../hooks/useJob";
 import { formatAge, formatCompact, formatDuration, numberOrNull } from "../lib/format";
 import { continuedCurve } from "../lib/lineage";
-
-/** A job across nodes: each node with its ranks, in node-rank order (its first rank's). */
-function ranksPerNode(devices: { node: string; rank: number }[]): [string, number[]][] {
-  const nodes = new Map<string, number[]>();
-  for (const d of [...devices].sort((x, y) => x.rank - y.rank)) nodes.set(d.node, [...(nodes.get(d.node) ?? []), d.rank]);
-  return [...nodes.entries()];
-}
+import { ranksPerNode } from "../lib/ranks";
 
 export function JobDetail() {
   const id = Number(useParams().id);

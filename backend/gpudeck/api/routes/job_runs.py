@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, status
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, PlainTextResponse, StreamingResponse
+from sqlalchemy.exc import DBAPIError
 
 from gpudeck.api.deps import CurrentUser, OwnedJob, SessionDep, SettingsDep
 from gpudeck.models import Job, JobStatus
@@ -25,7 +27,16 @@ from gpudeck.schemas.job_runs import (
 )
 from gpudeck.schemas.jobs import JobPublic
 from gpudeck.schemas.map_ranks import FollowUpPublic, MapProgressPublic
-from gpudeck.services import audit, checkpoints, follow_up, job_events, job_state, map_ranks, runs
+from gpudeck.services import (
+    audit,
+    checkpoints,
+    follow_up,
+    job_events,
+    job_state,
+    map_ranks,
+    rank_logs,
+    runs,
+)
 from gpudeck.services import jobs as job_service
 from gpudeck.services import resume as resume_service
 from gpudeck.services.dispatch import dispatch_job, mark_dispatched
@@ -35,6 +46,7 @@ from gpudeck.services.jobs import get_job
 router = APIRouter(prefix="/api/jobs", tags=["job runs"])
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
 FOLLOW_POLL_S = 0.5
+FINAL_WAIT_S = 10.0  # after a job's end, how long a follow waits for a node's last log lines
 MAX_TAIL_LINES = 100_000
 
 
@@ -80,11 +92,18 @@ def _tail(path: Path, lines: int) -> tuple[str, int]:
         return "", 0
     size = path.stat().st_size
     with path.open("rb") as fh:
-        block = min(size, max(64 * 1024, lines * 512))
+        block = min(size, _budget(lines))
         fh.seek(size - block)
         text = fh.read().decode(errors="replace")
-    kept = text.splitlines(keepends=True)[-lines:] if lines else []
-    return "".join(kept), size
+    return _last_lines(text, lines), size
+
+
+def _budget(lines: int) -> int:
+    return max(64 * 1024, lines * 512)
+
+
+def _last_lines(text: str, lines: int) -> str:
+    return "".join(text.splitlines(keepends=True)[-lines:]) if lines else ""
 
 
 @router.get(
@@ -92,18 +111,31 @@ def _tail(path: Path, lines: int) -> tuple[str, int]:
 )
 def get_logs(
     job: OwnedJob,
+    session: SessionDep,
     settings: SettingsDep,
     request: Request,
     rank: Annotated[int, Query(ge=0, le=63)] = 0,
     tail: Annotated[int, Query(ge=0, le=MAX_TAIL_LINES)] = 200,
     follow: Annotated[bool, Query(description="keep streaming until the job ends")] = False,
 ) -> PlainTextResponse | StreamingResponse:
-    """A rank's stdout and stderr: the last `tail` lines; with `follow`, then new output."""
+    """A rank's stdout and stderr: the last `tail` lines; with `follow`, then new output.
+
+    Read from the rank's file when it is on this machine, else from the copy its node's worker
+    stored (the start and the newest output of a very long log; a line marks what was left
+    out)."""
     path = _log_path(settings.data_dir, job, rank)
+    factory = request.app.state.sessionmaker
+    if not path.is_file():
+        chunks = rank_logs.tail_chunks(session, job.id, rank, tail, _budget(tail))
+        reader = rank_logs.Reader(job.id, rank)
+        text = _last_lines(reader.feed(chunks).decode(errors="replace"), tail)
+        if not follow:
+            return PlainTextResponse(text)
+        stream = _follow_stored(reader, text, job.id, rank, factory, request)
+        return StreamingResponse(stream, media_type="text/plain")
     text, offset = _tail(path, tail)
     if not follow:
         return PlainTextResponse(text)
-    factory = request.app.state.sessionmaker
     return StreamingResponse(
         _follow(path, text, offset, job.id, factory, request), media_type="text/plain"
     )
@@ -125,6 +157,44 @@ async def _follow(
                 yield chunk
             return
         await asyncio.sleep(FOLLOW_POLL_S)
+
+
+async def _follow_stored(
+    reader: rank_logs.Reader,
+    first: str,
+    job_id: int,
+    rank: int,
+    factory: object,
+    request: Request,
+) -> AsyncIterator[bytes]:
+    """New chunks as the rank's node stores them, until the job has ended and the node has
+    shipped the rank's last one (or, if that node is gone, FINAL_WAIT_S after the end)."""
+    if first:
+        yield first.encode()
+    ended_at: float | None = None
+    while not await request.is_disconnected():
+        try:
+            chunks = await asyncio.to_thread(_stored_after, factory, job_id, rank, reader.last_seq)
+            if (
+                not chunks
+                and ended_at is None
+                and await asyncio.to_thread(_finished, factory, job_id)
+            ):
+                ended_at = time.monotonic()
+        except DBAPIError:
+            await asyncio.sleep(FOLLOW_POLL_S)  # the database is away: the copy waits for it
+            continue
+        if chunks:
+            yield reader.feed(chunks)
+            continue
+        if ended_at is not None and (reader.ended or time.monotonic() - ended_at > FINAL_WAIT_S):
+            return
+        await asyncio.sleep(FOLLOW_POLL_S)
+
+
+def _stored_after(factory: object, job_id: int, rank: int, after_seq: int) -> list[rank_logs.Chunk]:
+    with factory() as session:  # type: ignore[operator]
+        return rank_logs.chunks_after(session, job_id, rank, after_seq)
 
 
 def _read_from(path: Path, offset: int) -> tuple[bytes, int]:
