@@ -3,7 +3,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    computed_field,
+    field_validator,
+    model_validator,
+)
 
 from gpudeck.models import JobStatus
 from gpudeck.schemas.advice import advise, host_advice, time_advice
@@ -44,10 +53,19 @@ class JobCreate(BaseModel):
         default=None, min_length=1, max_length=128, pattern=NAME_PATTERN, description="for count"
     )
     nodes: int | None = Field(
-        default=None, ge=1, le=64, description="for count: spread it over this many nodes"
+        default=None,
+        ge=1,
+        le=64,
+        description=(
+            "for count: spread it evenly over at most this many nodes (it must divide count); "
+            "the scheduler takes the fewest that have room"
+        ),
     )
     devices_per_node: int | None = Field(
-        default=None, ge=1, le=64, description="for count: this many devices on each node"
+        default=None,
+        ge=1,
+        le=64,
+        description="for count: exactly this many devices on each node (it must divide count)",
     )
     name: str | None = Field(default=None, min_length=1, max_length=128, pattern=NAME_PATTERN)
     force: bool = Field(default=False, description="skip the free-memory check")
@@ -68,6 +86,23 @@ class JobCreate(BaseModel):
     )
     hold: bool = Field(default=False, description="submit held: waits until released")
 
+    @field_validator("nodes", "devices_per_node")
+    @classmethod
+    def _spread_count(cls, value: int | None, info: ValidationInfo) -> int | None:
+        """A count spread over nodes splits evenly (fields before this one are in `data`)."""
+        if value is None:
+            return value
+        count = info.data.get("count")
+        if not isinstance(count, int):
+            raise ValueError("goes with a valid count (a count spread over nodes), not devices")
+        if count % value:
+            unit = "nodes" if info.field_name == "nodes" else "devices per node"
+            raise ValueError(f"count {count} does not split evenly into {value} {unit}")
+        nodes = info.data.get("nodes")
+        if info.field_name == "devices_per_node" and nodes is not None and nodes * value != count:
+            raise ValueError(f"count {count} is not {nodes} nodes x {value} devices")
+        return value
+
     @model_validator(mode="after")
     def _devices_or_count(self) -> JobCreate:
         if (self.devices is None) == (self.count is None):
@@ -77,6 +112,23 @@ class JobCreate(BaseModel):
     @property
     def world_size(self) -> int:
         return len(self.devices) if self.devices is not None else int(self.count or 0)
+
+    @property
+    def node_counts(self) -> tuple[int, ...] | None:
+        return node_counts(int(self.count or 0), self.nodes, self.devices_per_node)
+
+
+def node_counts(
+    count: int, nodes: int | None, devices_per_node: int | None
+) -> tuple[int, ...] | None:
+    """A count spread over nodes: the node counts it may run on, fewest first (each splits it
+    evenly: `devices_per_node` fixes one, `nodes` allows every one up to it); None for named
+    devices or a count on one node."""
+    if devices_per_node:
+        return (count // devices_per_node,)
+    if nodes:
+        return tuple(m for m in range(1, nodes + 1) if count % m == 0)
+    return None
 
 
 class AllocatedDevice(BaseModel):
@@ -146,6 +198,14 @@ class JobPublic(BaseModel):
     owner: str
     node: str
     world_size: int
+    nodes: int | None = Field(
+        default=None,
+        validation_alias=AliasChoices("nodes", "spread_nodes"),
+        description="a count spread over at most this many nodes (as submitted)",
+    )
+    devices_per_node: int | None = Field(
+        default=None, description="a count spread over nodes, this many on each (as submitted)"
+    )
     devices: list[AllocatedDevice] = Field(validation_alias=AliasChoices("devices", "allocations"))
     progress: Progress
     error: str | None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -16,7 +17,7 @@ from gpudeck.core.security import Principal
 from gpudeck.engine.kinds import get_kind, registry
 from gpudeck.models import Allocation, Device, Job, JobStatus, Node, UserQuota
 from gpudeck.schemas.jobs import DeviceRef, JobCreate
-from gpudeck.services import fit, job_state, multinode, queue
+from gpudeck.services import fit, job_state, queue
 from gpudeck.services.allocation import (
     Chosen,
     holders_by_node,
@@ -36,7 +37,8 @@ from gpudeck.services.errors import (
 )
 from gpudeck.services.inventory import OFFLINE_AFTER_S
 from gpudeck.services.nodes import refuse_offline
-from gpudeck.services.placement import InsufficientMemory, LiveMemory, short_devices
+from gpudeck.services.placement import InsufficientMemory, LiveMemory, short_devices, usable
+from gpudeck.services.queue_plan import Dev, choose_spread
 from gpudeck.services.recommend import default_safety_margin
 from gpudeck.services.submit_checks import check_host_memory, check_kind_inputs, refuse_nul
 from gpudeck.services.users import may_run_code
@@ -187,7 +189,7 @@ def _never_fits(
         d.uuid: d.memory_total_bytes - default_safety_margin(d.memory_total_bytes)
         for d in inventory
     }
-    if devices:  # named, or a count spread over nodes (chosen already)
+    if devices:  # named
         small = [d for d in devices if room.get(d.uuid, 0) < estimate]
         if small:
             raise InsufficientMemory(
@@ -230,27 +232,31 @@ def create_job(
     transaction; otherwise it waits for the scheduler (`queue`, the default) or, with
     `queue: false`, the submission is refused as devices busy.
 
-    It starts at once only when nothing waits ahead of it on its node (a stream of small
+    It starts at once only when nothing waits ahead of it on its nodes (a stream of small
     jobs must not overtake a waiting large one), it holds no dependency and is not held.
-    `live` is the nodes' fresh free memory; unless the request says `force`, devices that
+    A job across nodes waits like any other: named devices on several nodes for exactly
+    those, a count spread over nodes (`nodes`, `devices_per_node`) for the scheduler to gang
+    it. `live` is the nodes' fresh free memory; unless the request says `force`, devices that
     cannot hold the job's estimate are refused (explicit) or passed over (count). With
     `data_dir`, a file dataset must exist there now, not only when the job starts."""
     who = owner if isinstance(owner, Submitter) else Submitter(owner)
     refuse_nul(spec.config, "config")
-    if spec.devices is not None and (spec.nodes or spec.devices_per_node):
-        raise InvalidInput([("nodes", "nodes and devices_per_node go with count, not devices")])
+    spread = spec.node_counts
+    if spread is not None and spec.node is not None:
+        raise InvalidInput([("node", "name no node for a count spread over nodes")])
     if spec.devices is not None:
         node, devices = resolve_devices(session, spec.devices)
         inventory: Sequence[Device] = _chosen_inventory(session, devices)
-    elif spec.nodes is not None or spec.devices_per_node is not None:
-        node, devices = _place_across(session, spec)  # then placed as named devices
-        inventory = _chosen_inventory(session, devices)
+    elif spread is not None:
+        inventory = _online_devices(session)
+        node, devices = (inventory[0].node if inventory else ""), []  # chosen below
     else:
         node, devices = spec.node or _default_node(session), []
         inventory = fit.node_devices(session, node)
         fit.check_count(inventory, node, spec.world_size)  # before any config error
     field = "devices" if spec.devices is not None else "count"
-    refuse_offline(session, [d.node for d in devices] or [node], field)
+    if spread is None:  # a spread count only ever considers online nodes
+        refuse_offline(session, [d.node for d in devices] or [node], field)
     config = validate_config(spec.kind, spec.config, spec.world_size)
     if data_dir is not None and not _waits_for_unfinished(session, spec.depends_on):
         kind = get_kind(spec.kind)
@@ -261,22 +267,28 @@ def create_job(
     check = live is not None and estimate is not None and not spec.force
     if estimate is not None and not spec.force:
         fit.check_fits(inventory, node, estimate, "config")
-    _never_fits(inventory, spec, node, devices, estimate)
+    if spread is not None:
+        # Where it would go on an idle cluster: refused now if nowhere, ever.
+        node = _idle_spread(inventory, spec, spread, None if spec.force else estimate)[0].node
+    else:
+        _never_fits(inventory, spec, node, devices, estimate)
     check_host_memory(session, node, spec.world_size, estimate, field)
-    now = spec.queue and not spec.hold and not spec.depends_on
-    now = now and not queue.waiting_on_node(session, node) and _quota_allows(session, who, spec)
+    now = spec.queue and not spec.hold and not spec.depends_on and _quota_allows(session, who, spec)
+    if spread is not None and (now or not spec.queue):
+        devices = _spread_now(session, inventory, spec, spread, estimate if check else None, live)
+        node = devices[0].node if devices else node
+        if not devices and not spec.queue:
+            raise _no_room_across(session, inventory, spec, spread)
+        now = bool(devices)
+    nodes = list(dict.fromkeys(d.node for d in devices)) or [node]
+    now = now and not queue.waiting_on_nodes(session, nodes)
     if now and not devices:
         # An unlocked look first: with too few devices free, a queueing count request need not
         # wait for the device-row locks to find that out.
         now = queue.free_devices(session, node) >= spec.world_size
     if not spec.queue:
         now = True
-    # A job across nodes (or a count spread over nodes) starts now or is refused: the
-    # scheduler's pass places a waiting job on one node.
-    placed_now = len({d.node for d in devices}) > 1 or (spec.devices is None and bool(devices))
-    if placed_now:
-        _refuse_waiting_across_nodes(spec)
-        now = True
+    named = spec.devices is not None
     job = Job(
         name=spec.name or f"{spec.kind}-job",
         kind=spec.kind,
@@ -292,7 +304,10 @@ def create_job(
         depends_on=list(spec.depends_on),
         preemptible=spec.preemptible,
         held=spec.hold,
-        requested_devices=[d.uuid for d in devices] if devices else None,
+        requested_devices=[d.uuid for d in devices] if named else None,
+        requested_nodes=[d.node for d in devices] if named and len(nodes) > 1 else None,
+        spread_nodes=spec.nodes,
+        devices_per_node=spec.devices_per_node,
     )
     if now:
         try:
@@ -312,7 +327,7 @@ def create_job(
             with session.begin_nested():
                 _reserve_now(session, job, spec, devices, estimate if check else None, live)
         except (GpuBusy, NotEnoughDevices, InsufficientMemory):
-            if not spec.queue or placed_now:
+            if not spec.queue:
                 raise
     if job.id is None:  # never reserved: it holds nothing (no reload, a queued submit is hot)
         job.allocations = []
@@ -333,56 +348,98 @@ def _chosen_inventory(session: Session, devices: list[Chosen]) -> list[Device]:
     return [d for d in found if (d.node, d.uuid) in wanted]
 
 
-def _split_count(spec: JobCreate) -> tuple[int, int]:
-    """(nodes, devices per node) of a count spread over nodes; the count must split evenly."""
-    count = int(spec.count or 0)
-    if spec.node is not None:
-        raise InvalidInput([("node", "name no node for a count spread over nodes")])
-    per_node = spec.devices_per_node or count // int(spec.nodes or 1)
-    nodes = spec.nodes or count // per_node
-    if nodes * per_node != count:
-        field = "devices_per_node" if spec.devices_per_node else "nodes"
-        raise InvalidInput([(field, f"count {count} is not {nodes} nodes x {per_node} devices")])
-    return nodes, per_node
-
-
-def _place_across(session: Session, spec: JobCreate) -> tuple[str, list[Chosen]]:
-    """Free devices of online nodes for a count spread over nodes (best fit, see
-    multinode.choose_nodes), chosen now; reserved like named devices, so the unique index
-    still decides a race (then 409). The first node chosen is the job's node."""
-    nodes, per_node = _split_count(spec)
+def _online_devices(session: Session) -> list[Device]:
+    """Every device of the nodes whose sampler reports: a count spread over nodes uses no
+    other (the scheduler's pass skips offline nodes the same way)."""
     fresh = func.now() - timedelta(seconds=OFFLINE_AFTER_S)
-    rows = session.scalars(
-        select(Device)
-        .join(Node, Node.name == Device.node)
-        .where(Node.last_seen_at >= fresh, func.jsonb_array_length(Device.external_processes) == 0)
-        .order_by(Device.node, Device.index)
-    ).all()
-    held = holders_by_node(session, [Chosen(d.node, d.uuid, d.index) for d in rows])
-    free: dict[str, list[Chosen]] = {}
-    for d in rows:
-        if (d.node, d.uuid) not in held:
-            free.setdefault(d.node, []).append(Chosen(d.node, d.uuid, d.index))
-    chosen = multinode.choose_nodes(free, nodes, per_node)
+    return list(
+        session.scalars(
+            select(Device)
+            .join(Node, Node.name == Device.node)
+            .where(Node.last_seen_at >= fresh)
+            .order_by(Device.node, Device.index)
+        )
+    )
+
+
+def _shapes(spread: tuple[int, ...], count: int) -> str:
+    return " or ".join(f"{m} x {count // m}" for m in spread) + " (nodes x devices)"
+
+
+def _per_node(devices: Sequence[Device] | Sequence[Chosen]) -> str:
+    counts = Counter(d.node for d in devices)
+    return ", ".join(f"{n} {c}" for n, c in sorted(counts.items())) or "none"
+
+
+def _idle_spread(
+    inventory: Sequence[Device], spec: JobCreate, spread: tuple[int, ...], estimate: int | None
+) -> list[Dev]:
+    """The placement of a count spread over nodes on the online nodes as if idle (the pass's
+    rule, queue_plan.choose_spread); a 409 when even that finds none: it could never start."""
+    idle = [
+        Dev(d.node, d.uuid, d.index, usable_bytes=d.memory_total_bytes - default_safety_margin(
+            d.memory_total_bytes))
+        for d in inventory
+    ]  # fmt: skip
+    chosen = choose_spread(idle, spec.world_size, spread, estimate)
     if chosen is None:
-        have = ", ".join(f"{n} {len(v)}" for n, v in sorted(free.items())) or "none"
+        held = " that hold its estimate" if estimate is not None else ""
         raise Conflict(
             message=(
-                f"no {nodes} online nodes have {per_node} free devices each "
-                f"(free devices per node: {have})"
+                f"no online nodes have {_shapes(spread, spec.world_size)} devices{held}, even "
+                f"idle (devices per online node: {_per_node(inventory)})"
             ),
             field="count",
             code="not_enough_devices",
-            extra={"nodes": nodes, "devices_per_node": per_node},
+            extra={"count": spec.world_size, "node_counts": list(spread)},
         )
-    return chosen[0].node, chosen
+    return chosen
 
 
-def _refuse_waiting_across_nodes(spec: JobCreate) -> None:
-    """A job across nodes is placed at submission: the scheduler's pass places one node."""
-    if spec.hold or spec.depends_on:
-        field = "hold" if spec.hold else "depends_on"
-        raise InvalidInput([(field, "a job across several nodes cannot wait; it starts now")])
+def _spread_now(
+    session: Session,
+    inventory: Sequence[Device],
+    spec: JobCreate,
+    spread: tuple[int, ...],
+    estimate: int | None,
+    live: dict[tuple[str, str], LiveMemory] | None,
+) -> list[Chosen]:
+    """Free devices for a count spread over nodes now, by the pass's rule (fewest nodes, best
+    fit); empty when there are none. Reserved like named devices, so the unique index still
+    decides a race."""
+    held = holders_by_node(session, [Chosen(d.node, d.uuid, d.index) for d in inventory])
+    devs = []
+    for d in inventory:
+        memory = (live or {}).get((d.node, d.uuid)) if estimate is not None else None
+        devs.append(
+            Dev(
+                d.node,
+                d.uuid,
+                d.index,
+                holder=held.get((d.node, d.uuid)),
+                external=bool(d.external_processes),
+                usable_bytes=usable(memory) if memory is not None else None,
+            )
+        )
+    chosen = choose_spread(devs, spec.world_size, spread, estimate)
+    return [Chosen(d.node, d.uuid, d.index) for d in chosen or []]
+
+
+def _no_room_across(
+    session: Session, inventory: Sequence[Device], spec: JobCreate, spread: tuple[int, ...]
+) -> Conflict:
+    """`queue: false` and no room now for a count spread over nodes."""
+    held = holders_by_node(session, [Chosen(d.node, d.uuid, d.index) for d in inventory])
+    free = [d for d in inventory if (d.node, d.uuid) not in held and not d.external_processes]
+    return Conflict(
+        message=(
+            f"no online nodes have {_shapes(spread, spec.world_size)} free devices now "
+            f"(free devices per node: {_per_node(free)})"
+        ),
+        field="count",
+        code="not_enough_devices",
+        extra={"count": spec.world_size, "node_counts": list(spread)},
+    )
 
 
 def _quota_allows(session: Session, who: Submitter, spec: JobCreate) -> bool:

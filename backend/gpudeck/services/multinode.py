@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, exists, func, select, update
+from sqlalchemy import ColumnElement, delete, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Allocation, Job, JobNode, JobStatus
 from gpudeck.services import job_state
-from gpudeck.services.allocation import Chosen
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,9 @@ def layout(rank_nodes: Sequence[str]) -> list[Part]:
 
 def open_parts(session: Session, job_id: int, parts: Sequence[Part]) -> None:
     """One row per node, its lease starting now: a node that never claims its part loses the
-    job after the lease, as a worker that stops heartbeating does."""
+    job after the lease, as a worker that stops heartbeating does. A job started again (it was
+    preempted and waited) may land on other nodes: its earlier run's rows go first."""
+    session.execute(delete(JobNode).where(JobNode.job_id == job_id))
     session.add_all(
         JobNode(
             job_id=job_id,
@@ -178,14 +179,3 @@ def finish_part(
         # Every part ended before the first node marked the job running (a very short job).
         job_state.transition(session, job_id, JobStatus.running)
     return job_state.transition(session, job_id, final, error=error)
-
-
-def choose_nodes(free: dict[str, list[Chosen]], nodes: int, per_node: int) -> list[Chosen] | None:
-    """`per_node` free devices on each of `nodes` nodes, node by node; None if too few nodes
-    have that many. Best fit: the nodes with the fewest free devices that suffice come first,
-    keeping whole nodes free for larger jobs (ties by name, so the choice is stable)."""
-    fitting = sorted((n for n, devices in free.items() if len(devices) >= per_node),
-                     key=lambda n: (len(free[n]), n))  # fmt: skip
-    if len(fitting) < nodes:
-        return None
-    return [d for n in fitting[:nodes] for d in free[n][:per_node]]

@@ -12,14 +12,16 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import ColumnElement, and_, exists, func, select
+from sqlalchemy import ColumnElement, and_, exists, func, or_, select
+from sqlalchemy.dialects.postgresql import array
 from sqlalchemy.orm import Session
 
-from gpudeck.models import Allocation, Device, Job, JobRun, JobStatus, UserQuota
-from gpudeck.schemas.jobs import QueueInfo
+from gpudeck.models import Allocation, Device, Job, JobRun, JobStatus, Node, UserQuota
+from gpudeck.schemas.jobs import QueueInfo, node_counts
 from gpudeck.services import job_state
 from gpudeck.services.allocation import Chosen, reserve
 from gpudeck.services.errors import GpuBusy
+from gpudeck.services.inventory import OFFLINE_AFTER_S
 from gpudeck.services.placement import LiveMemory, usable
 from gpudeck.services.queue_plan import Dev, Holding, Plan, Policy, Quota, Start, Waiting, plan
 
@@ -33,8 +35,16 @@ def is_waiting() -> ColumnElement[bool]:
     return and_(Job.status == JobStatus.queued, ~has_live_allocation())
 
 
-def waiting_on_node(session: Session, node: str) -> bool:
-    return bool(session.scalar(select(exists().where(is_waiting(), Job.node == node))))
+def waiting_on_nodes(session: Session, nodes: Sequence[str]) -> bool:
+    """A job waits that may use one of `nodes`: its node is one of them, it names devices on
+    one, or it is a count spread over nodes (which may use any)."""
+    concerns = or_(
+        Job.node.in_(list(nodes)),
+        Job.requested_nodes.has_any(array(list(nodes))),
+        Job.spread_nodes.is_not(None),
+        Job.devices_per_node.is_not(None),
+    )
+    return bool(session.scalar(select(exists().where(is_waiting(), concerns))))
 
 
 def free_devices(session: Session, node: str) -> int:
@@ -114,8 +124,13 @@ def snapshot(
         Holding(j, owner, tuple(held[j]), ends, priority, preemptible, stopping)
         for j, (owner, ends, priority, preemptible, stopping) in meta.items()
     ]
+    # Only nodes whose sampler reports take new jobs (an offline node's worker may be gone).
+    fresh = Node.last_seen_at >= func.now() - func.make_interval(0, 0, 0, 0, 0, 0, OFFLINE_AFTER_S)
     devices = []
-    for d in session.scalars(select(Device)):
+    inventory = session.execute(
+        select(Device, fresh.label("online")).outerjoin(Node, Node.name == Device.node)
+    ).all()
+    for d, online in inventory:
         memory = (live or {}).get((d.node, d.uuid))
         devices.append(
             Dev(
@@ -125,6 +140,7 @@ def snapshot(
                 holder=holder.get((d.node, d.uuid)),
                 external=bool(d.external_processes),
                 usable_bytes=usable(memory) if memory is not None else None,
+                online=bool(online),
             )
         )
     # Columns, not ORM rows: a queue of 10,000 jobs is read on every pass and every queue view.
@@ -141,6 +157,9 @@ def snapshot(
             Job.estimate_bytes_per_device,
             Job.held,
             Job.depends_on,
+            Job.requested_nodes,
+            Job.spread_nodes,
+            Job.devices_per_node,
         ).where(is_waiting())
     ).all()
     dep_ids = {int(d) for j in jobs for d in j.depends_on}
@@ -161,6 +180,8 @@ def snapshot(
             bytes_per_device=j.estimate_bytes_per_device,
             held=j.held,
             dependencies={int(d): statuses.get(int(d), "cancelled") for d in j.depends_on},
+            requested_nodes=tuple(j.requested_nodes) if j.requested_nodes else None,
+            node_counts=node_counts(j.world_size, j.spread_nodes, j.devices_per_node),
         )
         for j in jobs
     ]
@@ -215,6 +236,9 @@ def start(session: Session, decision: Start) -> bool:
         reserve(session, job, [Chosen(d.node, d.uuid, d.index) for d in decision.devices])
     except GpuBusy:
         return False
+    # A count spread over nodes learns its nodes now: the first is node rank 0, whose worker
+    # claims the job (services.runs.claim_job).
+    job.node = decision.devices[0].node
     return True
 
 

@@ -5,9 +5,12 @@ trace replay in bench/scheduler.py drives the same function with a simulated clo
 property tests call it directly. The rules (docs/scheduler.md):
 
 - Order: priority (higher first), then fair share (less recent usage first), then age.
-- Gang placement: all of a job's devices at once or none. Explicit devices wait for exactly
-  those; a count takes any free devices of its node whose free memory holds its estimate.
-  A device with a process GPUDeck did not start is busy.
+- Gang placement: all of a job's devices at once or none, on one node or several. Explicit
+  devices wait for exactly those (on any nodes); a count takes any free devices of its node
+  whose free memory holds its estimate; a count spread over nodes takes the same number on
+  each of the fewest nodes it allows that have them (best fit: the nodes with the fewest
+  free devices that suffice). A device with a process GPUDeck did not start, or on a node
+  that stopped reporting (offline), is busy.
 - EASY backfill: the first job that cannot start gets a reservation (the earliest time its
   devices are free, from the time limits of the jobs holding them); a job further down starts
   now only if it cannot delay that reservation (it ends before it, or uses other devices).
@@ -46,6 +49,7 @@ class Dev:
     holder: int | None = None  # the job holding it (a live allocation)
     external: bool = False  # a process GPUDeck did not start runs on it
     usable_bytes: int | None = None  # free memory less the safety margin; None: no reading
+    online: bool = True  # its node reports (sampler heartbeat): only then may a job start on it
     key: Key = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -80,6 +84,20 @@ class Waiting:
     held: bool = False
     # The status of each job it depends on (id -> status).
     dependencies: Mapping[int, str] = field(default_factory=dict)
+    # Named devices on several nodes: the node of each of `requested` (None: all on `node`).
+    requested_nodes: tuple[str, ...] | None = None
+    # A count spread over nodes: the node counts it may run on, fewest first (each divides
+    # world_size; `node` is then ignored). None: a count on `node`, or named devices.
+    node_counts: tuple[int, ...] | None = None
+    # The (node, uuid) of each named device, in rank order; None: a count.
+    wanted: tuple[Key, ...] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        wanted = None
+        if self.requested is not None:
+            nodes = self.requested_nodes or (self.node,) * len(self.requested)
+            wanted = tuple(zip(nodes, self.requested, strict=True))
+        object.__setattr__(self, "wanted", wanted)
 
 
 @dataclass(frozen=True)
@@ -157,7 +175,7 @@ class _State:
         self.free: set[Key] = set()
         self.free_count = Counter[str]()
         for d in devices:
-            if d.external:
+            if d.external or not d.online:
                 self.avail[d.key] = NEVER
             elif d.holder is not None:
                 self.avail[d.key] = max(now, ends.get(d.key, NEVER))
@@ -165,6 +183,7 @@ class _State:
                 self.avail[d.key] = now
                 self.free.add(d.key)
                 self.free_count[d.node] += 1
+        self.free_total = len(self.free)
         # Per node, (avail, index, key) sorted: the soonest devices of a count job are its head.
         self.profile = {
             node: sorted((self.avail[d.key], d.index, d.key) for d in devs)
@@ -181,12 +200,14 @@ class _State:
         for h in holding:
             self.used[h.owner] += len(h.devices)
         # Busy reasons depend only on which devices are free: cached until a job starts.
-        self.reasons: dict[tuple[str, tuple[str, ...] | None, int, int | None], str] = {}
+        self.reasons: dict[tuple[object, ...], str] = {}
 
     def take(self, job_id: int, devs: Sequence[Dev], until: float) -> None:
         for d in devs:
-            self.free.discard(d.key)
-            self.free_count[d.node] -= 1
+            if d.key in self.free:
+                self.free.discard(d.key)
+                self.free_count[d.node] -= 1
+                self.free_total -= 1
             self.holder[d.key] = job_id
             self.set_avail(d, until)
         self.reasons.clear()
@@ -198,14 +219,25 @@ class _State:
         bisect.insort(row, (when, dev.index, dev.key))
 
     def candidates(self, job: Waiting) -> list[Dev] | None:
-        """The devices the job may use at all; None when it names one that does not exist."""
-        if job.requested is None:
+        """The devices the job may use at all; None when it names one that does not exist.
+        (A count spread over nodes chooses among all of them: `choose_spread`.)"""
+        if job.node_counts is not None:
+            return []
+        if job.wanted is None:
             return self.by_node.get(job.node, [])
-        found = [self.devs.get((job.node, u)) for u in job.requested]
+        found = [self.devs.get(k) for k in job.wanted]
         return None if any(d is None for d in found) else [d for d in found if d is not None]
+
+    def cannot_start(self, job: Waiting) -> bool:
+        """A count that cannot start now, found without building a list (False: look)."""
+        if job.node_counts is not None:
+            return self.free_total < job.world_size
+        return job.wanted is None and self.free_count[job.node] < job.world_size
 
     def earliest(self, job: Waiting, devs: list[Dev]) -> tuple[float, list[Key]]:
         """When the job could start at the soonest, on which devices (from time limits)."""
+        if job.node_counts is not None:
+            return self._earliest_spread(job)
         if job.requested is not None:
             keys = [d.key for d in devs]
             return max((self.avail[k] for k in keys), default=NEVER), keys
@@ -214,20 +246,45 @@ class _State:
         soonest = self.profile[job.node][: job.world_size]
         return soonest[-1][0], [k for _, _, k in soonest]
 
+    def _earliest_spread(self, job: Waiting) -> tuple[float, list[Key]]:
+        """The soonest moment some allowed number of nodes each have their share free (the
+        fewest nodes on a tie), and those devices."""
+        best: tuple[float, list[Key]] = (NEVER, [])
+        for m in job.node_counts or ():
+            per = job.world_size // m
+            ready = sorted(
+                (row[per - 1][0], node) for node, row in self.profile.items() if len(row) >= per
+            )
+            if len(ready) >= m and ready[m - 1][0] < best[0]:
+                keys = [k for _, node in ready[:m] for _, _, k in self.profile[node][:per]]
+                best = (ready[m - 1][0], keys)
+        return best
+
     def busy_reason(self, job: Waiting, devs: list[Dev]) -> str:
-        cache_key = (job.node, job.requested, job.world_size, job.bytes_per_device)
+        cache_key = (job.node, job.wanted, job.world_size, job.bytes_per_device, job.node_counts)
         reason = self.reasons.get(cache_key)
         if reason is None:
             reason = self.reasons[cache_key] = self._busy_reason(job, devs)
         return reason
 
+    def _why_held(self, d: Dev) -> str:
+        if not d.online:
+            return "offline"
+        return "used by another process" if d.external else f"held by job {self.holder[d.key]}"
+
     def _busy_reason(self, job: Waiting, devs: list[Dev]) -> str:
+        if job.node_counts is not None:
+            shapes = " or ".join(f"{m} x {job.world_size // m}" for m in job.node_counts)
+            per_node = [f"{n} {c}" for n, c in sorted(self.free_count.items()) if c > 0]
+            listed = ", ".join(per_node[:6])
+            if len(per_node) > 6:
+                listed += f" and {len(per_node) - 6} more"
+            return (
+                f"devices busy: needs {shapes} (nodes x devices) free on online nodes; "
+                f"free now: {listed or 'none'}"
+            )
         held = [d for d in devs if d.key not in self.free]
-        names = ", ".join(
-            f"{d.node}/{d.index} "
-            + ("used by another process" if d.external else f"held by job {self.holder[d.key]}")
-            for d in held[:4]
-        )
+        names = ", ".join(f"{d.node}/{d.index} {self._why_held(d)}" for d in held[:4])
         more = f" and {len(held) - 4} more" if len(held) > 4 else ""
         if job.requested is not None:
             return f"devices busy: {names}{more}"
@@ -266,6 +323,43 @@ def _choose_now(
     return fitting[: job.world_size], None
 
 
+def _choose_spread(state: _State, job: Waiting, shadow: Set[Key]) -> tuple[list[Dev], str | None]:
+    """A count spread over nodes: its share on each of the fewest nodes it allows that have
+    it free, node by node in rank order; best fit (the nodes with the fewest free devices
+    that suffice first, keeping whole nodes for larger jobs), nodes that need no device of
+    the reservation before those that do. Or a reason it cannot start now."""
+    if state.free_total < job.world_size:
+        return [], state.busy_reason(job, [])
+    free: dict[str, list[Dev]] = {}
+    fitting: dict[str, list[Dev]] = {}
+    for node, devs in state.by_node.items():
+        if state.free_count[node] > 0:
+            free[node] = [d for d in devs if d.key in state.free]
+            fitting[node] = [d for d in free[node] if _fits(d, job.bytes_per_device)]
+    for m in job.node_counts or ():
+        per = job.world_size // m
+        ok = [n for n, devs in fitting.items() if len(devs) >= per]
+        if len(ok) < m:
+            continue
+
+        def rank(n: str, per: int = per) -> tuple[bool, int, str]:
+            spare = sum(1 for d in fitting[n] if d.key not in shadow)
+            return (spare < per, len(fitting[n]), n)
+
+        chosen: list[Dev] = []
+        for n in sorted(ok, key=rank)[:m]:
+            mine = sorted(fitting[n], key=lambda d: (d.key in shadow, d.index))[:per]
+            chosen.extend(sorted(mine, key=lambda d: d.index))
+        return chosen, None
+    for m in job.node_counts or ():
+        if sum(1 for devs in free.values() if len(devs) >= job.world_size // m) >= m:
+            return [], (
+                f"insufficient memory: too few free devices hold its estimate to place "
+                f"{m} x {job.world_size // m} (nodes x devices)"
+            )
+    return [], state.busy_reason(job, [])
+
+
 def _may_backfill(
     policy: Policy, shadow: tuple[int, float, set[Key]], ends: float, chosen: list[Dev]
 ) -> bool:
@@ -296,7 +390,9 @@ def _victims(state: _State, job: Waiting, devs: list[Dev], protected: Set[Key]) 
     def victim_of(d: Dev) -> Holding | None:
         holder = state.holder[d.key]
         h = state.holdings.get(holder) if holder is not None else None
-        if h is None or d.external or d.key in protected or h.priority >= job.priority:
+        if h is None or d.external or not d.online or d.key in protected:
+            return None
+        if h.priority >= job.priority:
             return None
         # Its devices still its own in this pass: no earlier job claimed them.
         return h if h.preemptible and h.id not in state.claimed else None
@@ -392,15 +488,18 @@ def plan(
             )
             out.infos[job.id] = Info(position, "quota", reason, None)
             continue
+        spread = job.node_counts is not None
         if (
             not explain
             and shadow is not None
-            and job.requested is None
-            and state.free_count[job.node] < job.world_size
-            and job.priority <= state.preemptible_floor
+            and state.cannot_start(job)
+            and (spread or job.priority <= state.preemptible_floor)
         ):
             continue  # cannot start, preempts nobody: the rest would only explain why
-        chosen, why = _choose_now(state, job, devs, shadow[2] if shadow else _EMPTY)
+        if spread:
+            chosen, why = _choose_spread(state, job, shadow[2] if shadow else _EMPTY)
+        else:
+            chosen, why = _choose_now(state, job, devs, shadow[2] if shadow else _EMPTY)
         code: ReasonCode = "devices_busy"
         if why is not None and why.startswith("insufficient memory"):
             code = "insufficient_memory"
@@ -419,7 +518,8 @@ def plan(
             code, why = "priority", f"priority: its devices are reserved for job {shadow[0]}"
         protected = shadow[2] if shadow is not None else _EMPTY
         victims: list[Holding] = []
-        if code == "devices_busy" and job.priority > state.preemptible_floor:
+        # A count spread over nodes does not preempt (docs/scheduler.md): it waits.
+        if code == "devices_busy" and job.priority > state.preemptible_floor and not spread:
             victims = _victims(state, job, devs, protected)
         if victims:
             _claim(state, job, victims, devs, now + job.time_limit_s)
@@ -443,3 +543,26 @@ def plan(
         out.infos[job.id] = Info(position, code, why or "devices busy", expected)
     out.free_at = state.avail
     return out
+
+
+def choose_spread(
+    devices: Sequence[Dev],
+    world_size: int,
+    node_counts: tuple[int, ...],
+    bytes_per_device: int | None = None,
+) -> list[Dev] | None:
+    """The pass's choice for a count spread over nodes, among `devices` as they are now (in
+    rank order), or None: the submit's fast path, and its check that the job can ever run
+    (on the devices as if idle), follow the same rule as the scheduler."""
+    job = Waiting(
+        id=0,
+        owner="",
+        node="",
+        world_size=world_size,
+        submitted_at=0.0,
+        time_limit_s=0.0,
+        bytes_per_device=bytes_per_device,
+        node_counts=node_counts,
+    )
+    chosen, _ = _choose_spread(_State(devices, [], 0.0), job, _EMPTY)
+    return chosen or None

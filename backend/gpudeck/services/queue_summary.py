@@ -22,7 +22,7 @@ import redis
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Job
-from gpudeck.schemas.jobs import QueueInfo
+from gpudeck.schemas.jobs import QueueInfo, node_counts
 from gpudeck.services import queue
 from gpudeck.services.placement import LiveMemory
 from gpudeck.services.queue_plan import Plan, Policy, plan
@@ -108,19 +108,13 @@ def place_of(summary: Summary, job: Job) -> QueueInfo:
             reason=f"waiting for job {names} to succeed",
             expected_start_at=None,
         )
-    node = summary.free_at.get(job.node, {})
-    wanted = job.requested_devices
-    times = [node.get(u) for u in wanted] if wanted is not None else list(node.values())
-    known = sorted(t if t is not None else math.inf for t in times)
-    need = len(known) if wanted is not None else job.world_size
-    when = known[need - 1] if 0 < need <= len(known) else math.inf
-    free_now = sum(1 for t in known if t <= summary.written_at)
-    if free_now >= need:
+    when, need, free_now, where = _soonest(summary, job)
+    if when <= summary.written_at:
         code, reason = "priority", f"priority: {ahead} jobs ahead of it in the queue"
     else:
         code, reason = (
             "devices_busy",
-            (f"devices busy: needs {need} on {job.node}, {free_now} free after the jobs ahead"),
+            f"devices busy: needs {need} on {where}, {free_now} free after the jobs ahead",
         )
     return QueueInfo(
         position=ahead + 1,
@@ -128,3 +122,36 @@ def place_of(summary: Summary, job: Job) -> QueueInfo:
         reason=reason,
         expected_start_at=None if math.isinf(when) else datetime.fromtimestamp(when, UTC),
     )
+
+
+def _soonest(summary: Summary, job: Job) -> tuple[float, str, int, str]:
+    """(when its devices are next free, what it needs, how many of the devices it may use are
+    free at the pass, where) from the summary: named devices on any nodes, a count on its
+    node, or a count spread over nodes (the soonest of the node counts it allows)."""
+
+    def at(node: str, uuid: str) -> float:
+        t = summary.free_at.get(node, {}).get(uuid)
+        return math.inf if t is None else t
+
+    def free(times: list[float]) -> int:
+        return sum(1 for t in times if t <= summary.written_at)
+
+    if job.requested_devices is not None:
+        nodes = job.requested_nodes or [job.node] * len(job.requested_devices)
+        times = [at(n, u) for n, u in zip(nodes, job.requested_devices, strict=True)]
+        return max(times), str(len(times)), free(times), ", ".join(dict.fromkeys(nodes))
+    counts = node_counts(job.world_size, job.spread_nodes, job.devices_per_node)
+    if counts is None:
+        known = sorted(at(job.node, u) for u in summary.free_at.get(job.node, {}))
+        when = known[job.world_size - 1] if job.world_size <= len(known) else math.inf
+        return when, str(job.world_size), free(known), job.node
+    by_node = {n: sorted(at(n, u) for u in uuids) for n, uuids in summary.free_at.items()}
+    best = math.inf
+    for m in counts:
+        per = job.world_size // m
+        ready = sorted(times[per - 1] for times in by_node.values() if len(times) >= per)
+        if len(ready) >= m:
+            best = min(best, ready[m - 1])
+    shapes = " or ".join(f"{m} x {job.world_size // m}" for m in counts) + " (nodes x devices)"
+    everywhere = [t for times in by_node.values() for t in times]
+    return best, shapes, free(everywhere), "the nodes"

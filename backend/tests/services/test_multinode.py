@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from harness import register_devices
+from pydantic import ValidationError
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -11,7 +12,7 @@ from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services import jobs as job_service
 from gpudeck.services import multinode, runs
-from gpudeck.services.errors import Conflict, GpuBusy, InvalidInput
+from gpudeck.services.errors import Conflict, GpuBusy
 from gpudeck.services.inventory import list_nodes
 from gpudeck.services.multinode import Part
 from gpudeck.services.nodes import NodeOffline, issue_token, token_admits
@@ -47,10 +48,12 @@ def test_ranks_go_node_by_node_from_the_first_node_named(db: Session, two_nodes:
     assert placed == [(0, "beta", 1), (1, "beta", 0), (2, "alpha", 0), (3, "alpha", 1)]
 
 
-def test_a_busy_device_on_another_node_refuses_the_whole_job(db: Session, two_nodes: None) -> None:
+def test_a_busy_device_on_another_node_refuses_the_whole_job_when_it_may_not_wait(
+    db: Session, two_nodes: None
+) -> None:
     holder = across(db, [("beta", 1)])
     with pytest.raises(GpuBusy) as info:
-        across(db, [("alpha", 0), ("beta", 1)])
+        across(db, [("alpha", 0), ("beta", 1)], queue=False)
     db.rollback()
     busy = info.value.extra["busy"]
     assert [(b["node"], b["index"], b["held_by_job_id"]) for b in busy] == [("beta", 1, holder.id)]
@@ -58,9 +61,17 @@ def test_a_busy_device_on_another_node_refuses_the_whole_job(db: Session, two_no
     assert held == 1  # nothing of the refused job was reserved on alpha
 
 
-def test_a_job_across_nodes_cannot_be_held(db: Session, two_nodes: None) -> None:
-    with pytest.raises(InvalidInput, match="cannot wait"):
-        across(db, [("alpha", 0), ("beta", 0)], hold=True)
+def test_a_job_across_nodes_behind_a_busy_device_waits_holding_nothing(
+    db: Session, two_nodes: None
+) -> None:
+    across(db, [("beta", 1)])
+    job = across(db, [("alpha", 0), ("beta", 1)])
+    assert job.status == JobStatus.queued and job.allocations == []
+    assert job.requested_nodes == ["alpha", "beta"] and len(job.requested_devices or []) == 2
+    held = across(db, [("alpha", 1), ("beta", 0)], hold=True)  # free, but held: it waits
+    assert held.allocations == [] and held.held
+    live = "SELECT count(*) FROM allocations WHERE released_at IS NULL"
+    assert db.scalar(text(live)) == 1  # only the first job's device
 
 
 def claimed(db: Session, job: Job) -> tuple[runs.LaunchPlan, runs.LaunchPlan]:
@@ -173,30 +184,37 @@ def spread(db: Session, count: int, **extra: object) -> Job:
     return job
 
 
-def test_a_count_over_nodes_takes_the_nodes_that_fit_best_node_by_node(
+def test_a_count_over_nodes_takes_the_fewest_nodes_then_the_best_fit(
     db: Session, two_nodes: None
 ) -> None:
-    register_devices(db, "4x80GiB", node="gamma")  # roomier: kept whole for larger jobs
-    job = spread(db, 4, nodes=2)
-    assert [(a.rank, a.node) for a in job.allocations] == [
+    register_devices(db, "4x80GiB", node="gamma")
+    whole = spread(db, 4, nodes=2)  # one node can hold it: the fewest nodes
+    assert {a.node for a in whole.allocations} == {"gamma"} and whole.node == "gamma"
+    split = spread(db, 4, devices_per_node=2)  # exactly 2 x 2
+    assert [(a.rank, a.node) for a in split.allocations] == [
         (0, "alpha"),
         (1, "alpha"),
         (2, "beta"),
         (3, "beta"),
     ]
-    assert job.node == "alpha"
-    bigger = spread(db, 4, devices_per_node=4)
-    assert {a.node for a in bigger.allocations} == {"gamma"}
+    assert split.node == "alpha" and split.requested_devices is None
+    assert (split.spread_nodes, split.devices_per_node) == (None, 2)
 
 
 def test_a_count_over_nodes_is_refused_when_it_does_not_split_or_fit(
     db: Session, two_nodes: None
 ) -> None:
-    with pytest.raises(InvalidInput) as split:
+    with pytest.raises(ValidationError) as split:
         spread(db, 4, devices_per_node=3)
-    assert split.value.field == "devices_per_node"
-    with pytest.raises(Conflict, match="no 2 online nodes have 3 free devices each") as room:
-        spread(db, 6, nodes=2)
+    assert split.value.errors()[0]["loc"] == ("devices_per_node",)
+    never = r"no online nodes have 1 x 6 or 2 x 3 \(nodes x devices\) devices"
+    with pytest.raises(Conflict, match=never) as room:
+        spread(db, 6, nodes=2, config={"steps": 10, "batch_size": 96})  # never, however long
     assert room.value.field == "count"
     db.rollback()
-    assert db.scalar(text("SELECT count(*) FROM jobs")) == 0  # refused: nothing waits
+    spread(db, 2, devices_per_node=2)
+    with pytest.raises(Conflict, match="free devices now") as busy:
+        spread(db, 4, devices_per_node=2, queue=False)
+    assert busy.value.field == "count"
+    db.rollback()
+    assert db.scalar(text("SELECT count(*) FROM jobs")) == 1  # refused: nothing waits
