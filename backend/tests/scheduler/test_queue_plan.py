@@ -6,6 +6,7 @@ age. Plus the worked example of docs/scheduler.md and a large job under a stream
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,6 +31,7 @@ def clusters(draw: st.DrawFn) -> tuple[list[Dev], list[Holding], list[Waiting], 
     holding: list[Holding] = []
     next_id = 1
     for node in NODES:
+        online = draw(st.sampled_from([True, True, True, False]))  # its sampler reports
         for index in range(draw(st.integers(1, 6))):
             state = draw(st.sampled_from(["free", "free", "held", "external"]))
             holder = None
@@ -52,19 +54,33 @@ def clusters(draw: st.DrawFn) -> tuple[list[Dev], list[Holding], list[Waiting], 
                     holder=holder,
                     external=state == "external",
                     usable_bytes=draw(st.sampled_from([None, 10, 100])),
+                    online=online,
                 )
             )
     waiting: list[Waiting] = []
     for _ in range(draw(st.integers(0, 12))):
         node = draw(st.sampled_from(NODES))
         on_node = [d for d in devices if d.node == node]
-        explicit = draw(st.booleans())
-        if explicit:
+        shape = draw(st.sampled_from(["named", "count", "across", "spread"]))
+        requested: tuple[str, ...] | None = None
+        requested_nodes: tuple[str, ...] | None = None
+        node_counts: tuple[int, ...] | None = None
+        if shape == "named":
             picked = draw(st.lists(st.sampled_from(on_node), min_size=1, unique=True, max_size=3))
-            requested: tuple[str, ...] | None = tuple(d.uuid for d in picked)
+            requested = tuple(d.uuid for d in picked)
             size = len(picked)
+        elif shape == "across":  # named devices on both nodes, node by node
+            picked = draw(st.lists(st.sampled_from(devices), min_size=2, unique=True, max_size=4))
+            first = picked[0].node
+            picked.sort(key=lambda d: d.node != first)
+            node, size = first, len(picked)
+            requested = tuple(d.uuid for d in picked)
+            requested_nodes = tuple(d.node for d in picked)
+        elif shape == "spread":  # 1 x size or 2 x size/2, or exactly one of them
+            size = draw(st.sampled_from([1, 2, 4]))
+            node_counts = draw(st.sampled_from([(1,), (1, 2), (2,)] if size > 1 else [(1,)]))
         else:
-            requested, size = None, draw(st.integers(1, max(1, len(on_node))))
+            size = draw(st.integers(1, max(1, len(on_node))))
         deps = draw(
             st.dictionaries(
                 st.integers(1, 5), st.sampled_from(["succeeded", "running", "failed"]), max_size=2
@@ -83,6 +99,8 @@ def clusters(draw: st.DrawFn) -> tuple[list[Dev], list[Holding], list[Waiting], 
                 bytes_per_device=draw(st.sampled_from([None, 50])),
                 held=draw(st.booleans()),
                 dependencies=deps,
+                requested_nodes=requested_nodes,
+                node_counts=node_counts,
             )
         )
         next_id += 1
@@ -96,10 +114,7 @@ def _after(
     """The cluster once the pass's starts are applied (for a second look)."""
     by_id = {w.id: w for w in waiting}
     taken = {d.key: s.job_id for s in out.starts for d in s.devices}
-    new_devices = [
-        Dev(d.node, d.uuid, d.index, taken.get(d.key, d.holder), d.external, d.usable_bytes)
-        for d in devices
-    ]
+    new_devices = [replace(d, holder=taken.get(d.key, d.holder)) for d in devices]
     new_holding = [
         *holding,
         *(
@@ -134,11 +149,20 @@ def test_a_pass_keeps_every_rule(
         assert len(start.devices) == job.world_size  # the whole gang
         assert not job.held and all(s == "succeeded" for s in job.dependencies.values())
         for d in start.devices:
-            assert d.node == job.node
             assert by_key[d.key].holder is None and not by_key[d.key].external
+            assert by_key[d.key].online, "a start on a node that does not report"
             assert d.usable_bytes is None or d.usable_bytes >= (job.bytes_per_device or 0)
+        nodes = list(dict.fromkeys(d.node for d in start.devices))
+        per_node = Counter(d.node for d in start.devices)
+        ranks = [d.node for d in start.devices]
+        assert ranks == sorted(ranks, key=nodes.index), "ranks not node by node"
         if job.requested is not None:
-            assert tuple(d.uuid for d in start.devices) == job.requested
+            assert tuple(d.key for d in start.devices) == job.wanted
+        elif job.node_counts is not None:
+            assert len(nodes) in job.node_counts
+            assert set(per_node.values()) == {job.world_size // len(nodes)}
+        else:
+            assert nodes == [job.node]
     held_by = Counter[str]()
     for h in holding:
         held_by[h.owner] += len(h.devices)

@@ -1,0 +1,207 @@
+"""A job across nodes in the queue, through the scheduler's real pass over Postgres and its real
+dispatch to Redis: it waits like any other job (holding nothing), starts whole when its devices
+free (never a part of it), on online nodes only, and a count spread over nodes takes the
+fewest nodes. Its start is the submit path's: dispatched to every node's queue, claimed by its
+first node, which opens its `job_nodes` rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+from harness import register_devices
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.orm import Session
+
+from gpudeck.core.celery_app import node_queue
+from gpudeck.core.config import Settings
+from gpudeck.models import Job, JobNode, JobStatus
+from gpudeck.scheduler.duties import Context, schedule_queue
+from gpudeck.scheduler.service import Scheduler
+from gpudeck.schemas.jobs import JobCreate
+from gpudeck.services import jobs as job_service
+from gpudeck.services import queue, queue_actions, runs
+from gpudeck.services.queue_plan import Start
+
+SAE = {"steps": 10, "batch_size": 96}  # splits over 1, 2, 3 or 4 devices
+
+
+@pytest.fixture
+def ctx(settings: Settings, redis_client: redis.Redis) -> Iterator[Context]:
+    engine: Engine = create_engine(settings.sqlalchemy_url, pool_size=2)
+    try:
+        yield Scheduler(settings, engine, redis_client).ctx
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def nodes(db: Session) -> None:
+    """alpha and beta with two devices each, gamma with four."""
+    register_devices(db, "2x80GiB", node="alpha")
+    register_devices(db, "2x80GiB", node="beta")
+    register_devices(db, "4x80GiB", node="gamma")
+
+
+def submit(db: Session, **body: object) -> Job:
+    spec = JobCreate.model_validate({"kind": "sae", "config": SAE, **body})
+    job = job_service.create_job(db, spec, owner="tester")
+    db.commit()
+    return job
+
+
+def on(*refs: tuple[str, int]) -> list[dict[str, object]]:
+    return [{"node": node, "index": index} for node, index in refs]
+
+
+def placed(db: Session, job_id: int) -> list[tuple[int, str, int]]:
+    """(rank, node, index) of the job's live allocations."""
+    rows = db.execute(
+        text(
+            "SELECT rank, node, gpu_index FROM allocations WHERE job_id = :j "
+            "AND released_at IS NULL ORDER BY rank"
+        ),
+        {"j": job_id},
+    ).all()
+    db.rollback()
+    return [(r, n, i) for r, n, i in rows]
+
+
+def end(db: Session, job: Job) -> None:
+    """The holder ends (a placed job cancelled before it ran): its devices are freed."""
+    job_service.cancel_job(db, job.id)
+    db.commit()
+
+
+def infos(ctx: Context, db: Session) -> dict[int, tuple[str, str]]:
+    plan = queue.compute_plan(db, None, half_life_s=86400)
+    db.rollback()
+    return {i: (info.reason_code, info.reason) for i, info in plan.infos.items()}
+
+
+def test_a_job_across_nodes_waits_for_a_busy_device_and_starts_whole_when_it_frees(
+    ctx: Context, db: Session, nodes: None, redis_client: redis.Redis
+) -> None:
+    holder = submit(db, devices=on(("beta", 1)))
+    job = submit(db, devices=on(("alpha", 0), ("alpha", 1), ("beta", 1)))
+    assert job.status == JobStatus.queued and placed(db, job.id) == []
+    code, reason = infos(ctx, db)[job.id]
+    assert code == "devices_busy" and reason == f"devices busy: beta/1 held by job {holder.id}"
+
+    assert schedule_queue(ctx) == []  # alpha's two are free, beta/1 is not: nothing of it
+    assert placed(db, job.id) == []
+    end(db, holder)
+    assert schedule_queue(ctx) == [job.id]
+    assert placed(db, job.id) == [(0, "alpha", 0), (1, "alpha", 1), (2, "beta", 1)]
+    # The submit path's dispatch: once to each node's queue.
+    assert redis_client.llen(node_queue("alpha")) == 1
+    assert redis_client.llen(node_queue("beta")) == 1
+    db.expire_all()
+    assert db.get(Job, job.id).dispatched_at is not None  # type: ignore[union-attr]
+
+    # ...and the submit path's launch: the first node claims it and opens each node's part.
+    plan = runs.claim_job(db, job.id, "alpha")
+    db.commit()
+    assert plan is not None and (plan.nnodes, plan.total_world_size) == (2, 3)
+    parts = db.query(JobNode).filter(JobNode.job_id == job.id).order_by(JobNode.node_rank).all()
+    assert [(p.node, p.rank_offset, p.local_world_size) for p in parts] == [
+        ("alpha", 0, 2),
+        ("beta", 2, 1),
+    ]
+
+
+def test_a_count_over_nodes_waits_then_starts_on_the_fewest_nodes(
+    ctx: Context, db: Session, nodes: None, redis_client: redis.Redis
+) -> None:
+    blockers = [
+        submit(db, devices=on(("alpha", 0), ("alpha", 1), ("beta", 0), ("beta", 1))),
+        submit(db, devices=on(("gamma", 0), ("gamma", 1), ("gamma", 2), ("gamma", 3))),
+    ]
+    job = submit(db, count=4, nodes=2)  # 1 x 4 or 2 x 2: every device is held, it waits
+    assert placed(db, job.id) == [] and job.node == "gamma"  # where it would go, idle
+    code, reason = infos(ctx, db)[job.id]
+    assert code == "devices_busy" and "needs 1 x 4 or 2 x 2 (nodes x devices)" in reason
+    for blocker in blockers:
+        end(db, blocker)
+    assert schedule_queue(ctx) == [job.id]
+    assert [n for _, n, _ in placed(db, job.id)] == ["gamma"] * 4  # one node, not two
+    db.expire_all()
+    assert db.get(Job, job.id).node == "gamma"  # type: ignore[union-attr]
+    assert redis_client.llen(node_queue("gamma")) == 1
+
+
+def test_a_count_over_nodes_never_starts_on_part_of_its_nodes(
+    ctx: Context, db: Session, nodes: None, redis_client: redis.Redis
+) -> None:
+    gamma = submit(db, devices=on(("gamma", 0), ("gamma", 1), ("gamma", 2), ("gamma", 3)))
+    beta = submit(db, devices=on(("beta", 1)))
+    job = submit(db, count=4, devices_per_node=2)  # alpha has 2 free, beta only 1
+    assert placed(db, job.id) == []
+    assert schedule_queue(ctx) == [] and placed(db, job.id) == []
+    assert redis_client.llen(node_queue("alpha")) == 0
+    end(db, beta)
+    assert schedule_queue(ctx) == [job.id]
+    assert placed(db, job.id) == [(0, "alpha", 0), (1, "alpha", 1), (2, "beta", 0), (3, "beta", 1)]
+    assert placed(db, gamma.id)  # untouched
+
+
+def test_offline_nodes_are_skipped(ctx: Context, db: Session, nodes: None) -> None:
+    busy = submit(db, devices=on(("alpha", 0), ("alpha", 1), ("beta", 0), ("beta", 1)))
+    named = submit(db, devices=on(("alpha", 0), ("gamma", 0)))  # waits for alpha/0
+    spread = submit(db, count=4, devices_per_node=2)
+    silent = "UPDATE nodes SET last_seen_at = now() - interval '5 minutes' WHERE name = 'gamma'"
+    db.execute(text(silent))
+    db.commit()
+    end(db, busy)
+    # gamma has four free devices, but its sampler is silent: nothing starts there. The spread
+    # job takes alpha and beta; the named one waits for gamma to report again.
+    assert schedule_queue(ctx) == [spread.id]
+    assert {n for _, n, _ in placed(db, spread.id)} == {"alpha", "beta"}
+    code, reason = infos(ctx, db)[named.id]
+    assert code == "devices_busy" and "gamma/0 offline" in reason
+    assert placed(db, named.id) == []
+    end(db, spread)
+    assert schedule_queue(ctx) == []  # alpha/0 free again, gamma still offline: no part starts
+    assert placed(db, named.id) == []
+    db.execute(text("UPDATE nodes SET last_seen_at = now() WHERE name = 'gamma'"))
+    db.commit()
+    assert schedule_queue(ctx) == [named.id]
+    assert placed(db, named.id) == [(0, "alpha", 0), (1, "gamma", 0)]
+
+
+def test_a_job_across_nodes_can_be_held_and_depend_on_another(
+    ctx: Context, db: Session, nodes: None
+) -> None:
+    first = submit(db, devices=on(("gamma", 0)))
+    held = submit(db, devices=on(("alpha", 0), ("beta", 0)), hold=True)
+    after = submit(db, count=2, devices_per_node=1, depends_on=[first.id])
+    waits = infos(ctx, db)
+    assert waits[held.id][0] == "held" and waits[after.id][0] == "dependency"
+    assert schedule_queue(ctx) == []
+    queue_actions.set_held(db, held.id, False)
+    db.commit()
+    assert schedule_queue(ctx) == [held.id]
+    # The dependency ends successfully: the dependent job starts at the next pass.
+    db.execute(text("UPDATE jobs SET status = 'succeeded' WHERE id = :j"), {"j": first.id})
+    db.commit()
+    assert schedule_queue(ctx) == [after.id]
+    assert len({n for _, n, _ in placed(db, after.id)}) == 2
+
+
+def test_a_start_that_lost_a_race_reserves_nothing_of_the_job(
+    ctx: Context, db: Session, nodes: None
+) -> None:
+    """The partial unique index decides: a device taken between the pass and its start makes
+    the whole start fail, not a part of it."""
+    job = submit(db, devices=on(("alpha", 0), ("beta", 0)), hold=True)
+    queue_actions.set_held(db, job.id, False)
+    db.commit()
+    decided = queue.compute_plan(db, None, half_life_s=86400).starts
+    db.rollback()
+    assert [s.job_id for s in decided] == [job.id]
+    thief = submit(db, devices=on(("beta", 0)), queue=False)  # takes beta/0 meanwhile
+    assert placed(db, thief.id)
+    assert queue.start(db, Start(job.id, decided[0].devices)) is False
+    db.commit()
+    assert placed(db, job.id) == []
