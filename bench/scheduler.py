@@ -1,12 +1,14 @@
 """The scheduler's figures (issue 13), each beside a baseline measured in the same run.
 
-    .venv/bin/python bench/scheduler.py pass    [--waiting 10000]   # one pass, 64 devices / 8 nodes
+    .venv/bin/python bench/scheduler.py pass    [--waiting 10000 --across 0.2]  # 64 devs, 8 nodes
     .venv/bin/python bench/scheduler.py trace   [--jobs 800 --seed 1]  # FIFO vs fair vs backfill
     .venv/bin/python bench/scheduler.py submit  [--clients 200 --seconds 15]
     .venv/bin/python bench/scheduler.py wake    [--runs 12]
 
 - pass: the pure scheduling pass (services.queue_plan.plan) over N waiting jobs; baseline: the
   same pass in FIFO order without backfill (the least a queue must do: order and try the head).
+  `--across F`: that share of the jobs span nodes (half named devices on two nodes, half a
+  count spread over nodes: `nodes` 2 or `devices_per_node` 4).
 - trace: a seeded synthetic trace (sizes 1-8 devices, log-normal durations, time limits 1.5-4x
   the real duration, four users, some high-priority jobs) replayed through the same `plan` with
   a simulated clock; utilisation, mean wait and p95 bounded slowdown for FIFO, priority + fair
@@ -56,23 +58,39 @@ def devices(busy: dict[tuple[str, str], int] | None = None) -> list[Dev]:
 # ----- one pass -----------------------------------------------------------------------------
 
 
-def bench_pass(waiting_n: int, repeats: int) -> None:
+def _waiting_job(rng: random.Random, i: int, across: float) -> Waiting:
+    node = rng.randrange(NODES)
+    common: dict[str, Any] = {
+        "id": 10 + i,
+        "owner": f"u{rng.randrange(8)}",
+        "node": f"n{node}",
+        "submitted_at": float(i),
+        "time_limit_s": float(rng.randrange(60, 86400)),
+        "priority": rng.choice([0, 0, 0, 1, -1]),
+    }
+    if rng.random() >= across:
+        return Waiting(world_size=rng.choice([1, 1, 2, 2, 4, 8]), **common)
+    if rng.random() < 0.5:  # named devices on two nodes
+        other = (node + 1 + rng.randrange(NODES - 1)) % NODES
+        per = rng.choice([1, 2, 4])
+        picked = [(f"n{n}", f"n{n}-{i}") for n in (node, other) for i in range(per)]
+        return Waiting(
+            world_size=len(picked),
+            requested=tuple(u for _, u in picked),
+            requested_nodes=tuple(n for n, _ in picked),
+            **common,
+        )
+    size = rng.choice([4, 8, 16])
+    counts = (1, 2) if rng.random() < 0.5 else (size // 4,)  # nodes 2, or 4 per node
+    return Waiting(world_size=size, node_counts=counts, **common)
+
+
+def bench_pass(waiting_n: int, repeats: int, across: float = 0.0) -> None:
     rng = random.Random(3)
     busy = {(d.node, d.uuid): 1 for d in devices()}  # every device held: all wait
     cluster = devices(busy)
     holding = [Holding(1, "u0", tuple(busy), 5000.0)]
-    waiting = [
-        Waiting(
-            id=10 + i,
-            owner=f"u{rng.randrange(8)}",
-            node=f"n{rng.randrange(NODES)}",
-            world_size=rng.choice([1, 1, 2, 2, 4, 8]),
-            submitted_at=float(i),
-            time_limit_s=float(rng.randrange(60, 86400)),
-            priority=rng.choice([0, 0, 0, 1, -1]),
-        )
-        for i in range(waiting_n)
-    ]
+    waiting = [_waiting_job(rng, i, across) for i in range(waiting_n)]
     usage = {f"u{i}": rng.random() * 1e5 for i in range(8)}
 
     def timed(policy: Policy, explain: bool) -> float:
@@ -102,7 +120,10 @@ def bench_pass(waiting_n: int, repeats: int) -> None:
         for name, (policy, explain) in cases.items():
             times[name].append(timed(policy, explain))
     base = statistics.median(times["baseline FIFO, no backfill, explained"])
-    print(f"one pass, {waiting_n} waiting jobs, {NODES * PER_NODE} devices on {NODES} nodes")
+    print(
+        f"one pass, {waiting_n} waiting jobs ({across:.0%} across nodes), "
+        f"{NODES * PER_NODE} devices on {NODES} nodes"
+    )
     for name, values in times.items():
         med = statistics.median(values)
         print(f"  {name:44s} median {med * 1e3:6.1f} ms over {repeats} ({med / base:.2f}x)")
@@ -422,6 +443,7 @@ def main() -> None:
     p = sub.add_parser("pass")
     p.add_argument("--waiting", type=int, default=10_000)
     p.add_argument("--repeats", type=int, default=15)
+    p.add_argument("--across", type=float, default=0.0, help="share of jobs across nodes")
     t = sub.add_parser("trace")
     t.add_argument("--jobs", type=int, default=800)
     t.add_argument("--seed", type=int, default=1)
@@ -433,7 +455,7 @@ def main() -> None:
     w.add_argument("--runs", type=int, default=12)
     args = parser.parse_args()
     if args.what == "pass":
-        bench_pass(args.waiting, args.repeats)
+        bench_pass(args.waiting, args.repeats, args.across)
     elif args.what == "trace":
         bench_trace(args.jobs, args.seed)
     elif args.what == "submit":

@@ -229,10 +229,13 @@ class _State:
         return None if any(d is None for d in found) else [d for d in found if d is not None]
 
     def cannot_start(self, job: Waiting) -> bool:
-        """A count that cannot start now, found without building a list (False: look)."""
+        """A job that cannot start now, found without building a list or a reason (False:
+        look closer). The common case in a long queue."""
         if job.node_counts is not None:
             return self.free_total < job.world_size
-        return job.wanted is None and self.free_count[job.node] < job.world_size
+        if job.wanted is not None:
+            return any(k not in self.free for k in job.wanted)
+        return self.free_count[job.node] < job.world_size
 
     def earliest(self, job: Waiting, devs: list[Dev]) -> tuple[float, list[Key]]:
         """When the job could start at the soonest, on which devices (from time limits)."""
@@ -475,10 +478,6 @@ def plan(
         if deps == "wait":
             out.infos[job.id] = Info(position, "dependency", dep_reason, None)
             continue
-        devs = state.candidates(job)
-        if devs is None:  # a named device left the inventory: it waits for its return
-            out.infos[job.id] = Info(position, "devices_busy", "devices busy: gone", None)
-            continue
         quota = quotas.get(job.owner)
         limit = quota.max_devices if quota else None
         if limit is not None and state.used[job.owner] + job.world_size > limit:
@@ -496,6 +495,10 @@ def plan(
             and (spread or job.priority <= state.preemptible_floor)
         ):
             continue  # cannot start, preempts nobody: the rest would only explain why
+        devs = state.candidates(job)
+        if devs is None:  # a named device left the inventory: it waits for its return
+            out.infos[job.id] = Info(position, "devices_busy", "devices busy: gone", None)
+            continue
         if spread:
             chosen, why = _choose_spread(state, job, shadow[2] if shadow else _EMPTY)
         else:

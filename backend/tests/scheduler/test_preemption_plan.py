@@ -95,19 +95,33 @@ def queues(draw: st.DrawFn) -> tuple[list[Dev], list[Holding], list[Waiting]]:
                         stopping=draw(st.booleans()),
                     )
                 )
-            devices.append(Dev(node, key[1], i, holder=holder))
-    waiting = [
-        Waiting(
-            id=i,
-            owner=draw(st.sampled_from("xyz")),
-            node=draw(st.sampled_from("ab")),
-            world_size=draw(st.integers(1, 4)),
-            submitted_at=float(draw(st.integers(0, 999))),
-            time_limit_s=float(draw(st.integers(1, 900))),
-            priority=draw(st.integers(-2, 2)),
+            devices.append(Dev(node, key[1], i, holder=holder, online=draw(st.booleans())))
+    waiting = []
+    for i in range(1, draw(st.integers(1, 15))):
+        # A count on a node, named devices across both nodes, or a count spread over nodes.
+        shape = draw(st.sampled_from(["count", "count", "across", "spread"]))
+        extra: dict[str, object] = {"world_size": draw(st.integers(1, 4))}
+        if shape == "across":
+            picked = draw(st.lists(st.sampled_from(devices), min_size=1, max_size=4, unique=True))
+            picked.sort(key=lambda d: d.node)
+            extra = {
+                "world_size": len(picked),
+                "requested": tuple(d.uuid for d in picked),
+                "requested_nodes": tuple(d.node for d in picked),
+            }
+        elif shape == "spread":
+            extra = {"world_size": 2, "node_counts": draw(st.sampled_from([(1,), (2,), (1, 2)]))}
+        waiting.append(
+            Waiting(
+                id=i,
+                owner=draw(st.sampled_from("xyz")),
+                node=draw(st.sampled_from("ab")),
+                submitted_at=float(draw(st.integers(0, 999))),
+                time_limit_s=float(draw(st.integers(1, 900))),
+                priority=draw(st.integers(-2, 2)),
+                **extra,  # type: ignore[arg-type]
+            )
         )
-        for i in range(1, draw(st.integers(1, 15)))
-    ]
     return devices, holding, waiting
 
 
