@@ -46,6 +46,13 @@ def submit(
     gpus: Annotated[str | None, typer.Option(help="device indices, e.g. 0,1")] = None,
     count: Annotated[int | None, typer.Option(help="let GPUDeck pick this many devices")] = None,
     node: Annotated[str | None, typer.Option(help="node of the devices")] = None,
+    nodes: Annotated[
+        int | None,
+        typer.Option(help="with --count: spread it evenly over at most this many nodes"),
+    ] = None,
+    devices_per_node: Annotated[
+        int | None, typer.Option(help="with --count: exactly this many devices on each node")
+    ] = None,
     name: Annotated[str | None, typer.Option(help="a name for the job")] = None,
     force: Annotated[bool, typer.Option(help="skip the free-memory check")] = False,
     no_queue: sched.NoQueueOption = False,
@@ -62,8 +69,9 @@ def submit(
     url: UrlOption = "",
     as_json: JsonOption = False,
 ) -> None:
-    """Submit a job on chosen devices (--gpus) or on any (--count); it waits in the queue while
-    they are busy (--no-queue: fail instead)."""
+    """Submit a job on chosen devices (--gpus) or on any (--count, on one node, or spread over
+    nodes with --nodes or --devices-per-node); it waits in the queue while they are busy
+    (--no-queue: fail instead)."""
     text = open(config[1:]).read() if config.startswith("@") else config  # noqa: SIM115
     try:
         config_obj = json.loads(text)
@@ -80,6 +88,8 @@ def submit(
     )  # fmt: skip
     if name:
         body["name"] = name
+    # Checked by the API (a 422 naming the field), with --gpus too.
+    body |= {k: v for k, v in (("nodes", nodes), ("devices_per_node", devices_per_node)) if v}
     if gpus is not None:
         try:
             body["devices"] = [{"index": int(i), "node": node} for i in gpus.split(",")]

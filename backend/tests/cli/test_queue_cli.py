@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from harness import TEST_NODE, create_token, live_server
+from harness import TEST_NODE, create_token, live_server, register_devices
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
@@ -170,3 +170,13 @@ def test_bad_scheduling_input_is_named(cli: Cli, session_factory: sessionmaker[S
 
     line = one_line_error(cli.run("hold", "999999"))
     assert line.startswith("404 ")
+
+
+def test_a_count_spread_over_nodes_from_the_cli(cli: Cli, db: Session) -> None:
+    register_devices(db, "2x80GiB", node="alpha")
+    job = cli.submit("--count", "4", "--devices-per-node", "2")
+    # Exactly 2 x 2: the best fit takes alpha's two first, then two of the test node's eight.
+    assert [d["node"] for d in job["devices"]] == ["alpha", "alpha", TEST_NODE, TEST_NODE]
+    assert job["devices_per_node"] == 2
+    bad = cli.run("submit", "sae", "--config", SMALL, "--count", "4", "--nodes", "3")
+    assert bad.returncode != 0 and "nodes" in bad.stderr + bad.stdout

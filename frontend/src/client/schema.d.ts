@@ -1096,7 +1096,7 @@ export interface components {
             devices?: components["schemas"]["DeviceRef"][] | null;
             /**
              * Devices Per Node
-             * @description for count: this many devices on each node
+             * @description for count: exactly this many devices on each node (it must divide count)
              */
             devices_per_node?: number | null;
             /**
@@ -1125,7 +1125,7 @@ export interface components {
             node?: string | null;
             /**
              * Nodes
-             * @description for count: spread it over this many nodes
+             * @description for count: spread it evenly over at most this many nodes (it must divide count); the scheduler takes the fewest that have room
              */
             nodes?: number | null;
             /**
@@ -1232,6 +1232,11 @@ export interface components {
             depends_on: number[];
             /** Devices */
             devices: components["schemas"]["AllocatedDevice"][];
+            /**
+             * Devices Per Node
+             * @description a count spread over nodes, this many on each (as submitted)
+             */
+            devices_per_node?: number | null;
             /** Error */
             error: string | null;
             /**
@@ -1255,6 +1260,11 @@ export interface components {
             name: string;
             /** Node */
             node: string;
+            /**
+             * Nodes
+             * @description a count spread over at most this many nodes (as submitted)
+             */
+            nodes?: number | null;
             /** Owner */
             owner: string;
             /** Peak Memory Bytes */
