@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -317,3 +317,36 @@ def test_two_nodes_train_as_one_run_a_torchrun_script_and_end_together(
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [p for p in pids if alive(p)], "a rank outlived its job"
+
+
+@pytest.mark.long
+def test_a_job_across_nodes_waits_for_a_busy_device_then_runs_on_both(
+    client: TestClient,
+    cluster: dict[str, Node],
+    start_scheduler: Callable[..., WorkerProcess],
+) -> None:
+    """Queued behind a device busy on the second node, the job holds nothing (no part of it
+    starts on the first node's free devices); when that device frees, the scheduler places
+    the whole job and both nodes' workers run it, as a job placed at submission."""
+    a, b = cluster["node-a"], cluster["node-b"]
+    wait_devices(client, sum(DEVICES.values()))
+    start_scheduler()
+    long_config = {**SAE_CONFIG, "steps": 100_000, "checkpoint_interval": 100_000}
+    blocker = submit(client, "sae", long_config, [("node-b", 0)])
+    wait_status(client, blocker, {"running"}, timeout_s=60)
+    across = submit(client, "sae", SAE_CONFIG, [("node-a", 0), ("node-b", 0)])
+    job = client.get(f"/api/jobs/{across}").json()
+    assert job["status"] == "queued" and job["devices"] == []
+    assert job["queue"]["reason"] == f"devices busy: node-b/0 held by job {blocker}"
+    time.sleep(3)  # a scheduler pass or two: still nothing of it anywhere
+    assert client.get(f"/api/jobs/{across}").json()["devices"] == []
+    assert not a.run_dir(across).exists()
+
+    assert client.post(f"/api/jobs/{blocker}/cancel").status_code == 200
+    assert wait_status(client, blocker, TERMINAL, timeout_s=60)["status"] == "cancelled"
+    job = wait_status(client, across, TERMINAL, timeout_s=120)
+    assert job["status"] == "succeeded", job["error"]
+    assert [(d["node"], d["index"]) for d in job["devices"]] == [("node-a", 0), ("node-b", 0)]
+    contract_b = (b.run_dir(across) / "contract.json").read_text()
+    assert f'"master_addr": "{a.address}"' in contract_b and '"node_rank": 1' in contract_b
+    assert final_weights(a, across)  # rank 0's checkpoint, on the first node
