@@ -333,6 +333,18 @@ def _choose_spread(state: _State, job: Waiting, shadow: Set[Key]) -> tuple[list[
     the reservation before those that do. Or a reason it cannot start now."""
     if state.free_total < job.world_size:
         return [], state.busy_reason(job, [])
+    # Whether it fits depends only on which devices are free: a refusal is cached until a job
+    # starts (a long queue of alike spread jobs is then one look, not one per job).
+    refused = ("spread", job.world_size, job.node_counts, job.bytes_per_device)
+    if refused in state.reasons:
+        return [], state.reasons[refused]
+    chosen, why = _spread_now(state, job, shadow)
+    if why is not None:
+        state.reasons[refused] = why
+    return chosen, why
+
+
+def _spread_now(state: _State, job: Waiting, shadow: Set[Key]) -> tuple[list[Dev], str | None]:
     free: dict[str, list[Dev]] = {}
     fitting: dict[str, list[Dev]] = {}
     for node, devs in state.by_node.items():
