@@ -5,10 +5,13 @@ strictly (a 422 naming the field) and never changes anything when refused."""
 from __future__ import annotations
 
 import pytest
+import redis
 from fastapi.testclient import TestClient
 from harness import register_devices
 from sqlalchemy import text
 from sqlalchemy.orm import Session
+
+from gpudeck.services import queue_summary
 
 SAE = {"steps": 10, "batch_size": 64}
 
@@ -89,3 +92,26 @@ def test_bad_spread_input_is_a_422_naming_the_field_and_changes_nothing(
         assert ["body", field] in locs, (extra, response.text)
     db.rollback()
     assert db.execute(text("SELECT count(*) FROM jobs")).scalar_one() == 0
+
+
+def test_the_submit_answer_places_a_job_across_nodes_from_the_last_pass(
+    client: TestClient, db: Session, two_nodes: None, redis_client: redis.Redis
+) -> None:
+    holder = post(client, devices=[{"node": "beta", "index": 0}])
+    with Session(db.get_bind()) as session:
+        _, summary = queue_summary.compute(session, None, half_life_s=86400)
+    queue_summary.publish(redis_client, summary)
+    body = {"kind": "sae", "config": SAE}
+    named = client.post(
+        "/api/jobs",
+        json={**body, "devices": [{"node": "alpha", "index": 1}, {"node": "beta", "index": 0}]},
+    ).json()
+    assert named["queue"]["reason"] == (
+        "devices busy: needs 2 on alpha, beta, 1 free after the jobs ahead"
+    )
+    assert named["queue"]["expected_start_at"] is not None  # the holder's time limit
+    spread = client.post("/api/jobs", json={**body, "count": 4, "devices_per_node": 2}).json()
+    assert spread["queue"]["reason"] == (
+        "devices busy: needs 2 x 2 (nodes x devices) on the nodes, 3 free after the jobs ahead"
+    )
+    assert holder["status"] == "queued"  # placed, no worker runs it
