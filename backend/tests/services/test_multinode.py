@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services import jobs as job_service
-from gpudeck.services import multinode, runs
+from gpudeck.services import multinode, queue, runs
 from gpudeck.services.errors import Conflict, GpuBusy
 from gpudeck.services.inventory import list_nodes
 from gpudeck.services.multinode import Part
@@ -218,3 +218,23 @@ def test_a_count_over_nodes_is_refused_when_it_does_not_split_or_fit(
     assert busy.value.field == "count"
     db.rollback()
     assert db.scalar(text("SELECT count(*) FROM jobs")) == 1  # refused: nothing waits
+
+
+def test_a_preempted_job_across_nodes_starts_again_with_fresh_parts(
+    db: Session, two_nodes: None
+) -> None:
+    """Queued again (preempted) and placed again by the scheduler, its first node's claim
+    replaces the earlier run's parts instead of failing on them."""
+    job = across(db, [("alpha", 0), ("beta", 0)])
+    claimed(db, job)
+    runs.mark_running(db, job.id)
+    assert runs.requeue_job(db, job.id) is not None
+    db.commit()
+    decided = queue.compute_plan(db, None, half_life_s=86400).starts
+    assert [s.job_id for s in decided] == [job.id]
+    assert queue.start(db, decided[0])
+    db.commit()
+    again = runs.claim_job(db, job.id, "alpha")
+    db.commit()
+    assert again is not None and again.nnodes == 2
+    assert runs.claim_part(db, job.id, "beta") == multinode.WAIT  # the new run's rendezvous

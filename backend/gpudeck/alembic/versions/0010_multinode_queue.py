@@ -1,8 +1,8 @@
 """A job across nodes waits in the queue: the nodes of its named devices, and a count spread
 over nodes (`nodes`: at most this many; `devices_per_node`: exactly this many on each)
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009 (0009_node_logs, merged from logs17 first)
 Create Date: 2026-11-25 14:45:00
 """
 
@@ -12,8 +12,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
-revision: str = "0009"
-down_revision: str | None = "0008"
+revision: str = "0010"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
