@@ -94,6 +94,15 @@ def resolve_devices(session: Session, refs: list[DeviceRef]) -> tuple[str, list[
     A job across nodes gets its ranks node by node (torchrun's layout: each node's ranks are
     contiguous), nodes in the order the request first names them; node rank 0, the first
     node, hosts the rendezvous and is the job's `node`."""
+    node, chosen, _ = _resolve_with_rows(session, refs)
+    return node, chosen
+
+
+def _resolve_with_rows(
+    session: Session, refs: list[DeviceRef]
+) -> tuple[str, list[Chosen], list[Device]]:
+    """resolve_devices, plus the chosen devices' inventory rows (by index): a submit reads
+    them once."""
     default = None if all(r.node for r in refs) else _default_node(session)
     nodes = list(dict.fromkeys(str(r.node or default) for r in refs))
     inventory = session.scalars(select(Device).where(Device.node.in_(nodes))).all()
@@ -111,7 +120,9 @@ def resolve_devices(session: Session, refs: list[DeviceRef]) -> tuple[str, list[
             raise InvalidInput([(f"devices.{i}", f"device {device.index} is listed twice")])
         chosen.append(Chosen(node, device.uuid, device.index))
     chosen.sort(key=lambda c: nodes.index(c.node))  # stable: the request's order within a node
-    return nodes[0], chosen
+    wanted = {(c.node, c.uuid) for c in chosen}
+    rows = sorted((d for d in inventory if (d.node, d.uuid) in wanted), key=lambda d: d.index)
+    return nodes[0], chosen, rows
 
 
 def estimate_bytes_per_device(
@@ -145,7 +156,9 @@ def _waits_for_unfinished(session: Session, depends_on: Sequence[int]) -> bool:
     return any(JobStatus(s) != JobStatus.succeeded for s in statuses)
 
 
-def _check_scheduling(session: Session, spec: JobCreate, who: Submitter) -> int:
+def _check_scheduling(
+    session: Session, spec: JobCreate, who: Submitter, quota: UserQuota | None
+) -> int:
     """The scheduling fields beyond their schema; returns the job's time limit."""
     if spec.priority > 0 and not who.is_admin:
         raise Forbidden("only an admin may submit with a priority above 0", field="priority")
@@ -162,7 +175,6 @@ def _check_scheduling(session: Session, spec: JobCreate, who: Submitter) -> int:
         for i, dep in enumerate(spec.depends_on):
             if dep not in found:
                 raise InvalidInput([(f"depends_on.{i}", f"job {dep} does not exist")])
-    quota = session.get(UserQuota, who.owner)
     most = quota.max_queued_jobs if quota is not None else None
     if most is not None and queue.queued_count(session, who.owner) >= most:
         raise Conflict(
@@ -245,8 +257,8 @@ def create_job(
     if spread is not None and spec.node is not None:
         raise InvalidInput([("node", "name no node for a count spread over nodes")])
     if spec.devices is not None:
-        node, devices = resolve_devices(session, spec.devices)
-        inventory: Sequence[Device] = _chosen_inventory(session, devices)
+        node, devices, chosen_rows = _resolve_with_rows(session, spec.devices)
+        inventory: Sequence[Device] = chosen_rows
     elif spread is not None:
         inventory = _online_devices(session)
         node, devices = (inventory[0].node if inventory else ""), []  # chosen below
@@ -262,7 +274,9 @@ def create_job(
         kind = get_kind(spec.kind)
         assert kind is not None  # validate_config refused unknown kinds
         check_kind_inputs(kind, kind.config_model.model_validate(config), data_dir)
-    time_limit = _check_scheduling(session, spec, who)
+    # Read once: no row is the common case, and the session does not remember an absence.
+    quota = session.get(UserQuota, who.owner)
+    time_limit = _check_scheduling(session, spec, who, quota)
     estimate = estimate_bytes_per_device(spec.kind, config, spec.world_size)
     check = live is not None and estimate is not None and not spec.force
     if estimate is not None and not spec.force:
@@ -273,7 +287,8 @@ def create_job(
     else:
         _never_fits(inventory, spec, node, devices, estimate)
     check_host_memory(session, node, spec.world_size, estimate, field)
-    now = spec.queue and not spec.hold and not spec.depends_on and _quota_allows(session, who, spec)
+    now = spec.queue and not spec.hold and not spec.depends_on
+    now = now and _quota_allows(session, who, spec, quota)
     if spread is not None and (now or not spec.queue):
         devices = _spread_now(session, inventory, spec, spread, estimate if check else None, live)
         node = devices[0].node if devices else node
@@ -338,14 +353,6 @@ def create_job(
     if not job.allocations:
         job_state.wake_scheduler(session)  # it waits: the scheduler places it
     return job
-
-
-def _chosen_inventory(session: Session, devices: list[Chosen]) -> list[Device]:
-    """The inventory rows of the chosen devices, whichever nodes they are on."""
-    wanted = {(c.node, c.uuid) for c in devices}
-    nodes = list(dict.fromkeys(c.node for c in devices))
-    found = session.scalars(select(Device).where(Device.node.in_(nodes)).order_by(Device.index))
-    return [d for d in found if (d.node, d.uuid) in wanted]
 
 
 def _online_devices(session: Session) -> list[Device]:
@@ -442,8 +449,9 @@ def _no_room_across(
     )
 
 
-def _quota_allows(session: Session, who: Submitter, spec: JobCreate) -> bool:
-    quota = session.get(UserQuota, who.owner)
+def _quota_allows(
+    session: Session, who: Submitter, spec: JobCreate, quota: UserQuota | None
+) -> bool:
     if quota is None or quota.max_devices is None:
         return True
     held = session.scalar(
