@@ -16,7 +16,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
-from gpudeck.models import Job
 from gpudeck.scheduler.contact import Contact
 from gpudeck.services import dispatch, queue, queue_summary, reaper
 from gpudeck.services.placement import live_memory_or_none
@@ -116,12 +115,8 @@ def schedule_queue(ctx: Context) -> list[int]:
         if not placed:
             continue
         started.append(decision.job_id)
-        # The submit path's dispatch: to every node the job now holds devices on (a job
-        # across nodes is claimed by its first node and joined by the others).
         with transaction(ctx.sessions) as session:
-            job = session.get(Job, decision.job_id)
-            if job is not None and dispatch.dispatch_to_nodes(ctx.celery, job):
-                dispatch.mark_dispatched(session, decision.job_id)
+            dispatch.dispatch_placed(session, ctx.celery, decision.job_id)
     if started:
         log.info("started queued jobs %s", ", ".join(map(str, started)))
     return started

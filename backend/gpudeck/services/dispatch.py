@@ -43,6 +43,15 @@ def dispatch_to_nodes(celery: Celery, job: Job) -> bool:
     return all(dispatch_job(celery, job.id, node) for node in nodes or [job.node])
 
 
+def dispatch_placed(session: Session, celery: Celery, job_id: int) -> None:
+    """The submit path's dispatch, for a job the scheduler has just placed: to every node it
+    now holds devices on (a job across nodes is claimed by its first node and joined by the
+    others). Unmarked when a broker refused it: the outbox sends it again."""
+    job = session.get(Job, job_id)
+    if job is not None and dispatch_to_nodes(celery, job):
+        mark_dispatched(session, job_id)
+
+
 def mark_dispatched(session: Session, job_id: int) -> None:
     session.execute(update(Job).where(Job.id == job_id).values(dispatched_at=func.now()))
     session.flush()
