@@ -34,10 +34,27 @@ D_IN, FEATURES, ACTIVE, D_SAE, BATCH = 64, 512, 5.0, 512, 4096
 TRAIN_ROWS, EVAL_ROWS = 400_000, 16_384
 LR, WARM_UP, DECAY, DEAD_WINDOW = 4e-3, 100, 300, 200
 
-# name: (GPUDeck config overrides, SAELens architecture, SAELens config overrides)
+# name: (GPUDeck config overrides, SAELens architecture, SAELens config overrides); a row
+# whose SAELens architecture is "" is GPUDeck's alone (a GPUDeck option SAELens has no
+# counterpart of: compare it with the row of the same architecture).
 RUNS: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
     "topk k=5": ({"architecture": "topk", "k": 5}, "topk", {"k": 5}),
     "batchtopk k=5": ({"architecture": "batchtopk", "k": 5}, "batchtopk", {"k": 5}),
+    "batchtopk k=5 warm-up 750 min-freq 1e-4": (
+        {
+            "architecture": "batchtopk",
+            "k": 5,
+            "topk_warm_up_steps": 750,
+            "dead_min_frequency": 1e-4,
+        },
+        "",
+        {},
+    ),
+    "jumprelu l0=1 warm-up 500": (
+        {"architecture": "jumprelu", "l0_coefficient": 1.0, "k": 5, "topk_warm_up_steps": 500},
+        "jumprelu",
+        {"l0_coefficient": 1.0},
+    ),
     "jumprelu": (
         {"architecture": "jumprelu", "l0_coefficient": 0.01},
         "jumprelu",
@@ -98,7 +115,9 @@ def main() -> None:
             "gpudeck": ours,
             "saelens": []
             if args.no_saelens
-            else [{"name": n, "arch": RUNS[n][1], "extra": RUNS[n][2]} for n in names],
+            else [
+                {"name": n, "arch": RUNS[n][1], "extra": RUNS[n][2]} for n in names if RUNS[n][1]
+            ],
             "common": {
                 "d_sae": D_SAE,
                 "steps": args.steps,

@@ -99,7 +99,10 @@ class SaeConfig(BaseModel):
         default=5,
         ge=1,
         le=65_536,
-        description="topk/batchtopk: active latents per sample, the expected L0",
+        description=(
+            "topk/batchtopk: active latents per sample, the expected L0; jumprelu: k of its"
+            " TopK warm-up"
+        ),
     )
     d_in: int = Field(default=64, ge=1, le=65_536, description="activation width")
     d_sae: int = Field(
@@ -128,6 +131,18 @@ class SaeConfig(BaseModel):
     jumprelu_init_threshold: float = Field(
         default=0.01, ge=0, le=1e6, description="jumprelu only: initial threshold"
     )
+    topk_warm_up_steps: int = Field(
+        default=0,
+        title="TopK warm-up",
+        ge=0,
+        le=100_000_000,
+        description=(
+            "batchtopk, jumprelu: train the first n steps as a TopK SAE (the k largest"
+            " pre-activations of each sample), then switch; jumprelu's thresholds then start"
+            " at the running k x B-th largest pre-activation. Avoids the merged and dead"
+            " latents these architectures settle into from a random start"
+        ),
+    )
     aux_k_coefficient: float = Field(
         default=1 / 32,
         title="AuxK coefficient",
@@ -141,6 +156,16 @@ class SaeConfig(BaseModel):
         ge=1,
         le=100_000_000,
         description="steps without firing after which a latent counts as dead",
+    )
+    dead_min_frequency: float = Field(
+        default=0.0,
+        title="dead below frequency",
+        ge=0,
+        le=1,
+        description=(
+            "topk/batchtopk: a latent firing on fewer than this fraction of samples (running"
+            " average over about 100 steps) also counts as dead for AuxK; 0: only 'dead after'"
+        ),
     )
     batchtopk_threshold_lr: float = Field(
         default=0.01,

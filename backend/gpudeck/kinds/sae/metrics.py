@@ -102,26 +102,61 @@ def _loss_metrics(sums: torch.Tensor, d_in: int, sparsity_name: str) -> dict[str
 class DeadLatents:
     """Global steps since each latent last fired, updated every step (one small all_reduce
     when there are several ranks), so the AuxK dead mask is the same on every rank and is what
-    one rank with the whole batch would see."""
+    one rank with the whole batch would see.
 
-    def __init__(self, d_sae: int, window: int, device: torch.device) -> None:
+    With `min_frequency` > 0 a latent is also dead while its firing frequency (the fraction of
+    the global batch it fires on, a running average at FREQUENCY_RATE per step) is below it:
+    BatchTopK's redundant latents fire too rarely to matter yet too often for any window to
+    mark them (one more all_reduce, of the counts)."""
+
+    FREQUENCY_RATE = 0.01
+
+    def __init__(
+        self,
+        d_sae: int,
+        window: int,
+        device: torch.device,
+        *,
+        min_frequency: float = 0.0,
+        global_batch: int = 1,
+    ) -> None:
         self.window = window
+        self.min_frequency = min_frequency
+        self.global_batch = global_batch
         self.steps_since_fired = torch.zeros(d_sae, dtype=torch.int64, device=device)
+        # -1 until the first step sets it (the average starts at the first batch's value).
+        self.frequency = torch.full((d_sae,), -1.0, dtype=torch.float64, device=device)
         self.any_dead = False
+
+    def _dead(self) -> torch.Tensor:
+        dead = self.steps_since_fired >= self.window
+        if self.min_frequency > 0:
+            dead |= (self.frequency >= 0) & (self.frequency < self.min_frequency)
+        return dead
 
     def mask(self) -> torch.Tensor | None:
         """Dead latents, or None when there are none (AuxK then costs nothing)."""
-        return self.steps_since_fired >= self.window if self.any_dead else None
+        return self._dead() if self.any_dead else None
 
-    def observe(self, fired: torch.Tensor) -> None:
+    def observe(self, fired: torch.Tensor, counts: torch.Tensor | None = None) -> None:
+        """`fired`: bool[d_sae] of this rank's batch; `counts`: on how many of its samples
+        each latent fired (needed for `min_frequency`)."""
         fired_any = _all_reduce(fired.to(torch.int32), dist.ReduceOp.MAX).bool()
         self.steps_since_fired.add_(1).masked_fill_(fired_any, 0)
+        if self.min_frequency > 0:
+            if counts is None:
+                raise ValueError("min_frequency needs the firing counts")
+            rate = _all_reduce(counts.to(torch.float64), dist.ReduceOp.SUM) / self.global_batch
+            moved = (1 - self.FREQUENCY_RATE) * self.frequency + self.FREQUENCY_RATE * rate
+            self.frequency = torch.where(self.frequency < 0, rate, moved)
         # One host sync per step (SAELens has the same); the same answer on every rank.
-        self.any_dead = bool((self.steps_since_fired >= self.window).any())
+        self.any_dead = bool(self._dead().any())
 
-    def restore(self, steps_since_fired: torch.Tensor) -> None:
+    def restore(self, steps_since_fired: torch.Tensor, frequency: torch.Tensor | None) -> None:
         self.steps_since_fired.copy_(steps_since_fired)
-        self.any_dead = bool((self.steps_since_fired >= self.window).any())
+        if frequency is not None:  # checkpoints from before the frequency rule lack it
+            self.frequency.copy_(frequency)
+        self.any_dead = bool(self._dead().any())
 
 
 @torch.no_grad()

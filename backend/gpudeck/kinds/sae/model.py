@@ -179,6 +179,10 @@ class Sae(nn.Module):
     architecture: str = ""
     sae_lens_architecture: str = ""  # what cfg.json says (BatchTopK saves as JumpReLU)
     unit_norm_decoder = False
+    # SaeConfig.topk_warm_up_steps (batchtopk, jumprelu): while True, encode_train selects the
+    # k largest pre-activations of each sample. The trainer sets it from the step, so resume
+    # needs no state for it.
+    topk_warm_up = False
 
     def __init__(self, d_in: int, d_sae: int, *, dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
@@ -194,8 +198,7 @@ class Sae(nn.Module):
         """Random decoder rows (norm 0.1, or 1 when the decoder is kept unit-norm), the encoder
         as their transpose (SAELens's and Gao et al.'s init), b_dec as given or zero."""
         w_dec = torch.randn(self.d_sae, self.d_in, generator=generator, dtype=torch.float32)
-        norm = 1.0 if self.unit_norm_decoder else 0.1
-        w_dec = norm * w_dec / w_dec.norm(dim=1, keepdim=True)
+        w_dec = self.decoder_init_norm() * w_dec / w_dec.norm(dim=1, keepdim=True)
         self.W_dec.copy_(w_dec)
         self.W_enc.copy_(w_dec.T)
         self.b_enc.zero_()
@@ -203,6 +206,13 @@ class Sae(nn.Module):
             self.b_dec.zero_()
         else:
             self.b_dec.copy_(b_dec)
+
+    def decoder_init_norm(self) -> float:
+        return 1.0 if self.unit_norm_decoder else 0.1
+
+    @torch.no_grad()
+    def end_topk_warm_up(self) -> None:
+        """Called once, before the first step after the TopK warm-up."""
 
     def hidden_pre(self, x: torch.Tensor) -> torch.Tensor:
         """Pre-activations exactly as SAELens computes them (inference)."""

@@ -152,6 +152,7 @@ def _save(ctx: TrainContext, run: _Run) -> None:
     }
     if run.dead is not None:
         state_tensors["dead.steps_since_fired"] = run.dead.steps_since_fired
+        state_tensors["dead.frequency"] = run.dead.frequency
     state = {
         "step": run.step,
         "epoch": run.loader.state.epoch,
@@ -192,7 +193,9 @@ def _restore(ctx: TrainContext, model: Sae, scale: float) -> tuple[int, DataPosi
     model.load_exported(ckpt.weights, scale)
     with torch.no_grad():
         for name, buffer in model.named_buffers():
-            buffer.copy_(ckpt.state_tensors[f"buffer.{name}"])
+            saved = ckpt.state_tensors.get(f"buffer.{name}")
+            if saved is not None:  # checkpoints from before a buffer existed lack it
+                buffer.copy_(saved)
     position = DataPosition(epoch=int(ckpt.state["epoch"]), position=int(ckpt.state["position"]))
     if ctx.is_main:
         ctx.log(f"resumed from {ctx.resume_from} at step {ckpt.step}")
@@ -228,9 +231,18 @@ def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
     first_bad = torch.tensor(NO_BAD_STEP, dtype=torch.int64, device=ctx.device)
     dead = None
     if config.architecture in ("topk", "batchtopk"):
-        dead = DeadLatents(config.d_sae, config.dead_window_steps, ctx.device)
+        dead = DeadLatents(
+            config.d_sae,
+            config.dead_window_steps,
+            ctx.device,
+            min_frequency=config.dead_min_frequency,
+            global_batch=config.batch_size,
+        )
         if ckpt is not None:
-            dead.restore(ckpt.state_tensors["dead.steps_since_fired"])
+            dead.restore(
+                ckpt.state_tensors["dead.steps_since_fired"],
+                ckpt.state_tensors.get("dead.frequency"),
+            )
     return _Run(
         config,
         model,
@@ -270,11 +282,21 @@ def _report(ctx: TrainContext, run: _Run, batch: torch.Tensor, output: SaeOutput
         ctx.progress(run.step, run.config.steps)
 
 
+def set_topk_warm_up(model: Sae, config: SaeConfig, step: int) -> None:
+    """Before 0-based step `step`: TopK selection while it is inside the warm-up, and the
+    switch at its end. By step, not by state, so a run resumed at the switch makes it too."""
+    warm_up = config.topk_warm_up_steps
+    if warm_up and step == warm_up:
+        model.end_topk_warm_up()
+    model.topk_warm_up = step < warm_up
+
+
 def _one_step(run: _Run, device: torch.device) -> tuple[torch.Tensor, SaeOutput]:
     batch = run.loader.next_batch().to(device, non_blocking=True)
     if run.scale != 1.0:
         batch = batch * run.scale
     batch = batch.to(run.model.W_enc.dtype)
+    set_topk_warm_up(run.model, run.config, run.step)
     output = train_step(
         run.ddp,
         run.optimizer,
@@ -290,7 +312,7 @@ def _one_step(run: _Run, device: torch.device) -> tuple[torch.Tensor, SaeOutput]
     fired = counts > 0
     run.metrics.observe(run.step, fired)
     if run.dead is not None:
-        run.dead.observe(fired)
+        run.dead.observe(fired, counts)
     _watch_loss(run, output.loss.detach())
     return batch, output
 

@@ -9,16 +9,31 @@ import torch
 from rankrunner import make_spec, run_ranks, tiny_config
 
 from gpudeck.engine.checkpoint import latest_checkpoint, load_checkpoint
-from gpudeck.kinds.sae.config import SaeConfig, SyntheticDataset
+from gpudeck.kinds.sae.arch import JumpReluSae
+from gpudeck.kinds.sae.config import Architecture, SaeConfig, SyntheticDataset
 from gpudeck.kinds.sae.data import SyntheticSource
 from gpudeck.kinds.sae.metrics import DeadLatents
 from gpudeck.kinds.sae.model import sparse_decode, train_step
-from gpudeck.kinds.sae.train import build_model
+from gpudeck.kinds.sae.train import build_model, set_topk_warm_up
 
 ARCHITECTURES = {
     "topk": {"architecture": "topk", "k": 4},
     "batchtopk": {"architecture": "batchtopk", "k": 4},
     "jumprelu": {"architecture": "jumprelu", "l0_coefficient": 0.05},
+    # The TopK warm-up's switch at step 20, mid-run (its running threshold is global too), and
+    # the frequency rule for dead latents (its counts are summed over the ranks).
+    "batchtopk warm-up": {
+        "architecture": "batchtopk",
+        "k": 4,
+        "topk_warm_up_steps": 20,
+        "dead_min_frequency": 0.02,
+    },
+    "jumprelu warm-up": {
+        "architecture": "jumprelu",
+        "l0_coefficient": 0.05,
+        "k": 4,
+        "topk_warm_up_steps": 20,
+    },
 }
 
 
@@ -41,13 +56,74 @@ def test_two_ranks_half_batch_match_one_rank_full_batch(tmp_path: Path, architec
     two, two_state = _final(tmp_path / "two", config, 2)
     assert one.keys() == two.keys()
     assert max(float((one[k] - two[k]).abs().max()) for k in one) <= 1e-5
-    if architecture == "batchtopk":
+    if architecture.startswith("batchtopk"):
         threshold = one_state["buffer.topk_threshold"]
         assert float(threshold) > 0
         assert float((threshold - two_state["buffer.topk_threshold"]).abs()) <= 1e-6
-    if architecture != "jumprelu":
+    if architecture == "jumprelu warm-up":
+        threshold = one_state["buffer.running_threshold"]
+        assert float(threshold) > 0
+        assert float((threshold - two_state["buffer.running_threshold"]).abs()) <= 1e-6
+    if not architecture.startswith("jumprelu"):
         dead_one, dead_two = (s["dead.steps_since_fired"] for s in (one_state, two_state))
         assert torch.equal(dead_one, dead_two)
+        freq_one, freq_two = (s["dead.frequency"] for s in (one_state, two_state))
+        assert float((freq_one - freq_two).abs().max()) <= 1e-12
+        if architecture == "batchtopk warm-up":
+            assert bool((freq_one < 0.02).any()), "the rule must mark some latent for the check"
+
+
+@pytest.mark.parametrize("architecture", ["batchtopk", "jumprelu"])
+def test_topk_warm_up_selects_k_per_sample_then_switches(architecture: Architecture) -> None:
+    """The trainer's switch, by step: at most k latents per sample while warming up, then the
+    architecture's own variable count; JumpReLU's thresholds start where the running k x B-th
+    largest pre-activation ended (far from their 0.01 init). Without the option (or with the
+    warm-up ignored) every count would vary from the first step."""
+    data = SyntheticDataset(num_features=48, active_features=3, num_samples=10**5)
+    config = SaeConfig(
+        architecture=architecture,
+        d_in=16,
+        d_sae=64,
+        k=3,
+        batch_size=256,
+        steps=30,
+        topk_warm_up_steps=20,
+        l0_coefficient=0.05,
+        dataset=data,
+    )
+    source = SyntheticSource(data, d_in=16, seed=0)
+    model = build_model(config, torch.device("cpu"))
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    most = []
+    for step in range(config.steps):
+        set_topk_warm_up(model, config, step)
+        if step == config.topk_warm_up_steps and isinstance(model, JumpReluSae):
+            running = float(model.running_threshold)
+            assert running > 0.2
+            assert torch.equal(model.threshold.detach(), torch.full((64,), running))
+        x = 4 * source.rows(torch.arange(step * 256, (step + 1) * 256))
+        output = train_step(model, optimizer, x, coefficient=config.l0_coefficient)
+        counts = (output.latents.dense(config.d_sae) > 0).sum(dim=1)
+        most.append(int(counts.max()))
+    # At most k per sample (fewer where a top-k pre-activation is negative); more after.
+    assert max(most[:20]) == 3, most[:20]
+    assert max(most[20:]) > 3, most[20:]
+
+
+def test_dead_by_frequency_marks_latents_that_fire_rarely() -> None:
+    """A latent firing on 1 sample of 1,000 every step is never dead by the window, but is
+    below a minimum frequency of 1 %; one firing on half the samples is not."""
+    cpu = torch.device("cpu")
+    dead = DeadLatents(3, window=10, device=cpu, min_frequency=0.01, global_batch=1000)
+    counts = torch.tensor([500.0, 1.0, 0.0], dtype=torch.float64)
+    for _ in range(5):
+        dead.observe(counts > 0, counts)
+    mask = dead.mask()
+    assert mask is not None and mask.tolist() == [False, True, True]
+    window_only = DeadLatents(3, window=10, device=cpu)
+    for _ in range(5):
+        window_only.observe(counts > 0, counts)
+    assert window_only.mask() is None  # nothing is dead after 5 of a 10-step window
 
 
 def _dead_after_training(aux_k_coefficient: float) -> int:

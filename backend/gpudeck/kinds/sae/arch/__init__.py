@@ -43,6 +43,9 @@ def build_sae(config: SaeConfig) -> Sae:
             d_sae,
             bandwidth=config.jumprelu_bandwidth,
             init_threshold=config.jumprelu_init_threshold,
+            k=config.k,
+            warm_up=config.topk_warm_up_steps > 0,
+            threshold_lr=config.batchtopk_threshold_lr,
             dtype=dtype,
         )
     return StandardSae(d_in, d_sae, dtype=dtype)

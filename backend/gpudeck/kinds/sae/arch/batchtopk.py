@@ -14,7 +14,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from gpudeck.kinds.sae.arch.topk import auxk_loss
+from gpudeck.kinds.sae.arch.topk import auxk_loss, topk_warm_up_latents
 from gpudeck.kinds.sae.model import Latents, Sae, gathered_preact
 
 
@@ -77,6 +77,12 @@ class BatchTopKSae(Sae):
     ) -> tuple[Latents, torch.Tensor, torch.Tensor]:
         world = dist.get_world_size() if dist.is_initialized() else 1
         count = self.k * x.shape[0] * world
+        if self.topk_warm_up:
+            # Per-sample TopK; the running threshold follows the batch's k x B-th largest all
+            # along, so inference (and the switch) has it settled.
+            latents, hidden_pre = topk_warm_up_latents(self, x, self.k)
+            self._update_threshold(global_kth_largest(hidden_pre.relu(), count))
+            return latents, hidden_pre.new_zeros(()), hidden_pre
         if self.sparse_decoder:
             return self._encode_sparse(x, count)
         hidden_pre = self.hidden_pre_train(x)

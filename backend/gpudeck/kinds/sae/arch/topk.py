@@ -71,6 +71,15 @@ class TopKSae(Sae):
         return {"k": self.k, "rescale_acts_by_decoder_norm": False}
 
 
+def topk_warm_up_latents(sae: Sae, x: torch.Tensor, k: int) -> tuple[Latents, torch.Tensor]:
+    """TopK's sparse selection for another architecture's warm-up (SaeConfig.topk_warm_up_steps):
+    (latents, pre-activations computed without a graph)."""
+    hidden_pre = sae.hidden_pre_nograd(x)
+    top = torch.topk(hidden_pre, k, dim=-1, sorted=False)
+    values = gathered_preact(sae, x, hidden_pre, top.indices)
+    return Latents(values.relu(), top.indices), hidden_pre
+
+
 def auxk_loss(
     sae: Sae,
     x: torch.Tensor,
