@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from rankrunner import make_spec, run_ranks, tiny_config
 
@@ -47,6 +48,30 @@ def test_resume_continues_the_same_run(tmp_path: Path) -> None:
     config = tiny_config(steps=100)
     straight = _final_weights(tmp_path / "straight", config, 1)
     first = make_spec(tmp_path / "first", tiny_config(steps=50))
+    assert run_ranks(first, 1) == [0]
+    resume_from = latest_checkpoint(first.checkpoint_dir)
+    assert resume_from is not None and resume_from.name == "step_50"
+    resumed = _final_weights(tmp_path / "resumed", config, 1, resume_from=str(resume_from))
+    assert _max_diff(straight, resumed) <= 1e-6
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"architecture": "jumprelu", "l0_coefficient": 0.05, "k": 4},
+        {"architecture": "batchtopk", "k": 4, "dead_min_frequency": 0.02},
+    ],
+    ids=["jumprelu", "batchtopk"],
+)
+def test_resume_at_the_end_of_the_topk_warm_up_continues_the_same_run(
+    tmp_path: Path, overrides: dict[str, object]
+) -> None:
+    """The checkpoint at step 50 is the warm-up's last: the resumed run must make the switch
+    (JumpReLU's thresholds from the saved running threshold) and restore the firing
+    frequencies of the dead rule, as the straight run has them."""
+    config = tiny_config(steps=100, topk_warm_up_steps=50, **overrides)
+    straight = _final_weights(tmp_path / "straight", config, 1)
+    first = make_spec(tmp_path / "first", {**config, "steps": 50})
     assert run_ranks(first, 1) == [0]
     resume_from = latest_checkpoint(first.checkpoint_dir)
     assert resume_from is not None and resume_from.name == "step_50"
