@@ -50,10 +50,20 @@ RUNS: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
         "",
         {},
     ),
-    "jumprelu l0=1 warm-up 500": (
-        {"architecture": "jumprelu", "l0_coefficient": 1.0, "k": 5, "topk_warm_up_steps": 500},
+    "jumprelu l0=1": (
+        {"architecture": "jumprelu", "l0_coefficient": 1.0},
         "jumprelu",
         {"l0_coefficient": 1.0},
+    ),
+    "jumprelu l0=1 warm-up 500": (
+        {
+            "architecture": "jumprelu",
+            "l0_coefficient": 1.0,
+            "k": 5,
+            "topk_warm_up_steps": 500,
+        },
+        "",
+        {},
     ),
     "jumprelu": (
         {"architecture": "jumprelu", "l0_coefficient": 0.01},
