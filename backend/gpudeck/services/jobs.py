@@ -79,8 +79,13 @@ def _steps(kind_name: str, config: dict[str, Any]) -> int | None:
     return int(config[field]) if field and field in config else None
 
 
-def _default_node(session: Session) -> str:
-    nodes = session.scalars(select(Node.name).order_by(Node.name)).all()
+def _node_names(session: Session) -> list[str]:
+    return list(session.scalars(select(Node.name).order_by(Node.name)))
+
+
+def _default_node(session: Session, nodes: list[str] | None = None) -> str:
+    """The one node there is, for a request that names none."""
+    nodes = _node_names(session) if nodes is None else nodes
     if len(nodes) == 1:
         return nodes[0]
     if not nodes:
@@ -253,9 +258,15 @@ def create_job(
     `data_dir`, a file dataset must exist there now, not only when the job starts."""
     who = owner if isinstance(owner, Submitter) else Submitter(owner)
     refuse_nul(spec.config, "config")
-    spread = spec.node_counts
+    spread, spread_nodes = spec.node_counts, spec.nodes
     if spread is not None and spec.node is not None:
         raise InvalidInput([("node", "name no node for a count spread over nodes")])
+    count_anywhere = spec.devices is None and spread is None and spec.node is None
+    names = _node_names(session) if count_anywhere else []
+    if len(names) > 1:
+        # A count that names no node, with several nodes: any one node with room (`nodes:
+        # 1`), chosen now or by the scheduler's pass, as the dashboard's count expects.
+        spread, spread_nodes = (1,), 1
     if spec.devices is not None:
         node, devices, chosen_rows = _resolve_with_rows(session, spec.devices)
         inventory: Sequence[Device] = chosen_rows
@@ -263,7 +274,7 @@ def create_job(
         inventory = _online_devices(session)
         node, devices = (inventory[0].node if inventory else ""), []  # chosen below
     else:
-        node, devices = spec.node or _default_node(session), []
+        node, devices = spec.node or _default_node(session, names), []
         inventory = fit.node_devices(session, node)
         fit.check_count(inventory, node, spec.world_size)  # before any config error
     field = "devices" if spec.devices is not None else "count"
@@ -321,7 +332,7 @@ def create_job(
         held=spec.hold,
         requested_devices=[d.uuid for d in devices] if named else None,
         requested_nodes=[d.node for d in devices] if named and len(nodes) > 1 else None,
-        spread_nodes=spec.nodes,
+        spread_nodes=spread_nodes,
         devices_per_node=spec.devices_per_node,
     )
     if now:

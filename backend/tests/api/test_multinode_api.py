@@ -57,6 +57,25 @@ def test_a_job_across_nodes_waits_with_its_place_and_reason(
     assert refused.status_code == 409 and refused.json()["detail"]["field"] == "count"
 
 
+def test_a_count_naming_no_node_takes_any_one_node_with_room(
+    client: TestClient, two_nodes: None
+) -> None:
+    """The dashboard's and the CLI's plain `count`, with several nodes: not a 422 asking for a
+    node, but one node that has room (now, or when the scheduler finds one)."""
+    first = post(client, count=2)
+    assert first["status"] != "queued" or first["devices"]
+    assert len({d["node"] for d in first["devices"]}) == 1  # type: ignore[union-attr]
+    second = post(client, count=2)
+    nodes = {d["node"] for d in first["devices"] + second["devices"]}  # type: ignore[operator]
+    assert nodes == {"alpha", "beta"} and second["nodes"] == 1
+    waiting = post(client, count=2)
+    assert waiting["devices"] == [] and waiting["queue"]["reason_code"] == "devices_busy"  # type: ignore[index]
+    # no node has 4 devices: refused at once, not queued for ever
+    too_many = client.post("/api/jobs", json={"kind": "sae", "config": SAE, "count": 4})
+    assert too_many.status_code == 409, too_many.text
+    assert too_many.json()["detail"]["code"] == "not_enough_devices"
+
+
 def test_a_count_over_free_nodes_starts_at_once(client: TestClient, two_nodes: None) -> None:
     job = post(client, count=4, devices_per_node=2)
     assert [(d["rank"], d["node"]) for d in job["devices"]] == [  # type: ignore[union-attr]
