@@ -37,7 +37,7 @@ from gpudeck.services.errors import (
 )
 from gpudeck.services.inventory import OFFLINE_AFTER_S
 from gpudeck.services.nodes import refuse_offline
-from gpudeck.services.placement import InsufficientMemory, LiveMemory, short_devices, usable
+from gpudeck.services.placement import InsufficientMemory, LiveMemory, short_devices
 from gpudeck.services.queue_plan import Dev, choose_spread
 from gpudeck.services.recommend import default_safety_margin
 from gpudeck.services.submit_checks import check_host_memory, check_kind_inputs, refuse_nul
@@ -402,14 +402,10 @@ def _idle_spread(
     chosen = choose_spread(idle, spec.world_size, spread, estimate)
     if chosen is None:
         held = " that hold its estimate" if estimate is not None else ""
-        raise Conflict(
-            message=(
-                f"no online nodes have {_shapes(spread, spec.world_size)} devices{held}, even "
-                f"idle (devices per online node: {_per_node(inventory)})"
-            ),
-            field="count",
-            code="not_enough_devices",
-            extra={"count": spec.world_size, "node_counts": list(spread)},
+        raise _not_enough_across(
+            spec,
+            spread,
+            f"devices{held}, even idle (devices per online node: {_per_node(inventory)})",
         )
     return chosen
 
@@ -426,19 +422,8 @@ def _spread_now(
     fit); empty when there are none. Reserved like named devices, so the unique index still
     decides a race."""
     held = holders_by_node(session, [Chosen(d.node, d.uuid, d.index) for d in inventory])
-    devs = []
-    for d in inventory:
-        memory = (live or {}).get((d.node, d.uuid)) if estimate is not None else None
-        devs.append(
-            Dev(
-                d.node,
-                d.uuid,
-                d.index,
-                holder=held.get((d.node, d.uuid)),
-                external=bool(d.external_processes),
-                usable_bytes=usable(memory) if memory is not None else None,
-            )
-        )
+    readings = live if estimate is not None else None  # no estimate: memory is not judged
+    devs = [queue.plan_device(d, held, readings) for d in inventory]
     chosen = choose_spread(devs, spec.world_size, spread, estimate)
     return [Chosen(d.node, d.uuid, d.index) for d in chosen or []]
 
@@ -449,11 +434,15 @@ def _no_room_across(
     """`queue: false` and no room now for a count spread over nodes."""
     held = holders_by_node(session, [Chosen(d.node, d.uuid, d.index) for d in inventory])
     free = [d for d in inventory if (d.node, d.uuid) not in held and not d.external_processes]
+    return _not_enough_across(
+        spec, spread, f"free devices now (free devices per node: {_per_node(free)})"
+    )
+
+
+def _not_enough_across(spec: JobCreate, spread: tuple[int, ...], what: str) -> Conflict:
+    """No online nodes have room for a count spread over nodes; `what` says room of what."""
     return Conflict(
-        message=(
-            f"no online nodes have {_shapes(spread, spec.world_size)} free devices now "
-            f"(free devices per node: {_per_node(free)})"
-        ),
+        message=f"no online nodes have {_shapes(spread, spec.world_size)} {what}",
         field="count",
         code="not_enough_devices",
         extra={"count": spec.world_size, "node_counts": list(spread)},

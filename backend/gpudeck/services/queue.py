@@ -93,6 +93,27 @@ def _epoch(value: datetime | None, default: float) -> float:
     return value.timestamp() if value is not None else default
 
 
+def plan_device(
+    device: Device,
+    holders: dict[tuple[str, str], int],
+    live: dict[tuple[str, str], LiveMemory] | None,
+    *,
+    online: bool = True,
+) -> Dev:
+    """An inventory row as the planner sees it: who holds it, whether an outside process runs
+    on it, and its usable free memory (None without a reading)."""
+    memory = (live or {}).get((device.node, device.uuid))
+    return Dev(
+        device.node,
+        device.uuid,
+        device.index,
+        holder=holders.get((device.node, device.uuid)),
+        external=bool(device.external_processes),
+        usable_bytes=usable(memory) if memory is not None else None,
+        online=online,
+    )
+
+
 def snapshot(
     session: Session, live: dict[tuple[str, str], LiveMemory] | None
 ) -> tuple[float, list[Dev], list[Holding], list[Waiting]]:
@@ -131,18 +152,7 @@ def snapshot(
         select(Device, fresh.label("online")).outerjoin(Node, Node.name == Device.node)
     ).all()
     for d, online in inventory:
-        memory = (live or {}).get((d.node, d.uuid))
-        devices.append(
-            Dev(
-                d.node,
-                d.uuid,
-                d.index,
-                holder=holder.get((d.node, d.uuid)),
-                external=bool(d.external_processes),
-                usable_bytes=usable(memory) if memory is not None else None,
-                online=bool(online),
-            )
-        )
+        devices.append(plan_device(d, holder, live, online=bool(online)))
     # Columns, not ORM rows: a queue of 10,000 jobs is read on every pass and every queue view.
     jobs = session.execute(
         select(
