@@ -302,39 +302,15 @@ def _api_cpu_s() -> float:
 
 
 def bench_submit(clients: int, seconds: float, workers: int) -> None:
-    import httpx
-
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _load import run_load
     from _server import NODE, bench_server, percentile
 
-    async def run(url: str, headers: dict[str, str], path: str, body: dict | None) -> list[float]:
-        latencies: list[float] = []
-        deadline = time.monotonic() + seconds
-        # Idle connections close before uvicorn's keep-alive does (as bench/reservation.py).
-        limits = httpx.Limits(max_connections=clients, keepalive_expiry=2)
-        async with httpx.AsyncClient(
-            base_url=url, headers=headers, limits=limits, timeout=60
-        ) as http:
-
-            async def loop() -> None:
-                while time.monotonic() < deadline:
-                    started = time.monotonic()
-                    if body is None:
-                        response = await http.get(path)
-                    else:
-                        response = await http.post(path, json=body)
-                    if response.status_code not in (200, 201):
-                        raise RuntimeError(response.text)
-                    latencies.append(time.monotonic() - started)
-
-            await asyncio.gather(*(loop() for _ in range(clients)))
-        return latencies
-
     with bench_server(workers=workers) as server, _scheduler(server):
-        import httpx as hx
+        import httpx
 
         filler = {"kind": "sae", "config": {"batch_size": 512, "steps": 10}, "count": 8}
-        hx.post(
+        httpx.post(
             f"{server.url}/api/jobs", json=filler, headers=server.headers, timeout=300
         ).raise_for_status()
         body = {
@@ -342,21 +318,26 @@ def bench_submit(clients: int, seconds: float, workers: int) -> None:
             "config": {"batch_size": 64, "steps": 10},
             "devices": [{"index": 0, "node": NODE}],
         }
+        load = {"clients": clients, "seconds": seconds, "headers": server.headers}
         cpu0 = _api_cpu_s()
-        ours = asyncio.run(run(server.url, server.headers, "/api/jobs", body))
+        ours = asyncio.run(run_load(server.url, "/api/jobs", body=body, **load))
         cpu1 = _api_cpu_s()
-        base = asyncio.run(run(server.url, server.headers, "/api/health", None))
+        base = asyncio.run(run_load(server.url, "/api/health", **load))
         cpu2 = _api_cpu_s()
-    for name, values, cpu_s in (
+    for name, result, cpu_s in (
         ("submit (queues)", ours, cpu1 - cpu0),
         ("baseline GET /api/health", base, cpu2 - cpu1),
     ):
+        values = result.latencies
         print(
             f"  {name:26s} {len(values) / seconds:7.1f}/s, "
             f"p50 {percentile(values, 0.5) * 1e3:.0f} ms, "
             f"p99 {percentile(values, 0.99) * 1e3:.0f} ms ({clients} clients, {seconds:g} s); "
-            f"API CPU {cpu_s / max(1, len(values)) * 1e3:.2f} ms a request"
+            f"API CPU {cpu_s / max(1, len(values)) * 1e3:.2f} ms a request; "
+            f"statuses {dict(sorted(result.statuses.items()))}"
         )
+        if result.first_error:
+            raise SystemExit(f"{name}: answers outside 2xx, first: {result.first_error}")
 
 
 # ----- devices free -> next job's first step ------------------------------------------------

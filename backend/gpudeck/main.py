@@ -7,6 +7,7 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 
 from gpudeck import __version__
@@ -42,6 +43,8 @@ from gpudeck.engine.kinds import registry
 from gpudeck.services.jobs import estimate_bytes_per_device
 
 log = logging.getLogger(__name__)
+# Worker threads for sync endpoints, and the database pool's size to match (see lifespan).
+API_THREADS = 20
 
 
 def warm_estimator() -> None:
@@ -62,10 +65,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         install_log_filters()  # no token in uvicorn's logs
-        engine = make_engine(settings.sqlalchemy_url, timeouts=API_TIMEOUTS)
+        engine = make_engine(settings.sqlalchemy_url, pool_size=API_THREADS, timeouts=API_TIMEOUTS)
+        # Sync endpoints (and token lookups) run in this many threads, each holding at most
+        # one pooled connection: the pool never has to open overflow connections under load.
+        # Overflow connections are closed as they come back, and under a burst the churn of
+        # opening new ones made requests wait past the connect timeout (503s in
+        # bench/scheduler.py submit --workers 2); more threads than this buy nothing under
+        # the GIL but switching.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = API_THREADS
         app.state.settings = settings
         app.state.engine = engine
         app.state.sessionmaker = make_sessionmaker(engine)
+        # For a read (or a write) that needs no transaction around it: one round trip, no
+        # BEGIN and COMMIT. The token lookup of every request uses it.
+        app.state.autocommit_sessionmaker = make_sessionmaker(
+            engine.execution_options(isolation_level="AUTOCOMMIT")
+        )
         app.state.celery = make_celery(settings)
         app.state.redis = sync_client(str(settings.redis_url), timeout_s=API_TIMEOUT_S)
         hub = TelemetryHub(

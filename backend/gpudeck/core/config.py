@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     max_time_limit_s: int = Field(default=30 * 86400, ge=1, le=365 * 86400)
     fair_share_half_life_s: float = Field(default=7 * 86400, gt=0)
     scheduler_interval_s: float = Field(default=2.0, ge=0.05, le=60)
+    # A job that only joined the queue waits at most this long for its pass (a burst of
+    # submits shares one); a freed device, hold, release or priority change wakes it at once.
+    scheduler_arrival_gap_s: float = Field(default=0.2, ge=0, le=10)
     keep_checkpoints: int = Field(default=3, ge=1, le=1000)
     # The stored copy of each rank's log, which the API serves when the rank ran on another
     # machine (services/rank_logs.py): its start and its newest output, this much in all.

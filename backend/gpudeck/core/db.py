@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +39,12 @@ class DbTimeouts:
     statement_ms: int = 1500
     deadline_margin_s: float = 0.5
     ping_s: float = 1.5  # under 2 s, yet well above a loaded machine's slowest answer
+    # A connection back in the pool for less than this is not pinged: it answered a moment
+    # ago (HikariCP skips its alive check within 500 ms the same way). A busy API then pays
+    # no extra round trip a request; a server restart takes longer than this, so connections
+    # idle across it are still pinged, and one in use as the server died fails once (a 503)
+    # and has the pool replace every connection.
+    ping_idle_s: float = 1.0
     pool_s: float = 2.0
 
 
@@ -93,9 +100,15 @@ def _install_timeouts(engine: Engine, timeouts: DbTimeouts) -> None:
         connection.wait_deadline_s = deadline_s
         return connection
 
+    @event.listens_for(engine, "checkin")
+    def returned(dbapi_connection: Any, record: Any) -> None:
+        record.info["returned_at"] = time.monotonic()
+
     @event.listens_for(engine, "checkout")
     def ping(dbapi_connection: Any, record: Any, proxy: Any) -> None:
-        _bounded_ping(dbapi_connection, timeouts.ping_s)
+        returned_at = record.info.get("returned_at")
+        if returned_at is None or time.monotonic() - returned_at >= timeouts.ping_idle_s:
+            _bounded_ping(dbapi_connection, timeouts.ping_s)
 
 
 def make_engine(url: str, *, pool_size: int = 20, timeouts: DbTimeouts | None = None) -> Engine:

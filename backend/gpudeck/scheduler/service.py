@@ -40,6 +40,9 @@ class Scheduler:
         self.leadership = Leadership(engine)
         self.wake = WakeListener(settings.sqlalchemy_url)
         self._due: dict[str, float] = {}
+        # Passes for arrivals only (submits that queue) run at most this often.
+        self.arrival_gap_s = settings.scheduler_arrival_gap_s
+        self._last_pass = 0.0
         self._reachable = True
 
     def run(self, stop: threading.Event) -> None:
@@ -53,8 +56,9 @@ class Scheduler:
                     self.run_due(woken=woken)
                 else:
                     self._due.clear()  # a new leader starts every duty at once
-                woken = self.wake.event.wait(self.tick_s)
-                self.wake.event.clear()
+                woken = self.wake.signal.wait(
+                    self.tick_s, arrivals_not_before=self._last_pass + self.arrival_gap_s
+                )
         finally:
             self.wake.stop()
             self.leadership.release(stopping=True)
@@ -83,6 +87,8 @@ class Scheduler:
             now = time.monotonic()
             if now < self._due.get(duty.name, now) and not (woken and duty.on_wake):
                 continue
+            if duty.on_wake:
+                self._last_pass = now
             try:
                 duty.run(self.ctx)
             except Exception as exc:  # one failed pass is retried next interval

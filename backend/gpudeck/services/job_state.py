@@ -36,6 +36,11 @@ ALLOWED: dict[JobStatus, frozenset[JobStatus]] = {
 # Postgres delivers a NOTIFY when its transaction commits, and never for a rolled-back one:
 # the scheduler hears of freed devices exactly when they are free.
 WAKE_CHANNEL = "gpudeck_scheduler"
+# The payload of a wake-up for a job that only arrived: the scheduler coalesces these (a burst
+# of submits is one pass, not hundreds); every other wake-up (devices freed, hold, release,
+# priority, quota) runs a pass at once.
+WAKE_ARRIVAL = "arrival"
+_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 
 
 def can_transition(current: JobStatus, target: JobStatus) -> bool:
@@ -107,6 +112,7 @@ def release_allocations(session: Session, job_id: int) -> None:
     )
 
 
-def wake_scheduler(session: Session) -> None:
-    """Ask the active scheduler for a pass once this transaction commits."""
-    session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": WAKE_CHANNEL})
+def wake_scheduler(session: Session, *, arrival: bool = False) -> None:
+    """Ask the active scheduler for a pass once this transaction commits; `arrival`: for a
+    job that only joined the queue (passes for arrivals are coalesced)."""
+    session.execute(_NOTIFY, {"channel": WAKE_CHANNEL, "payload": WAKE_ARRIVAL if arrival else ""})

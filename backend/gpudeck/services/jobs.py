@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import func, select
+from sqlalchemy import String, any_, bindparam, func, select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from gpudeck.core.security import Principal
 from gpudeck.engine.kinds import get_kind, registry
-from gpudeck.models import Allocation, Device, Job, JobStatus, Node, UserQuota
+from gpudeck.models import Allocation, Device, Job, JobStatus, Node
 from gpudeck.schemas.jobs import DeviceRef, JobCreate
 from gpudeck.services import fit, job_state, queue
 from gpudeck.services.allocation import (
@@ -36,9 +38,9 @@ from gpudeck.services.errors import (
     UnknownDevice,
 )
 from gpudeck.services.inventory import OFFLINE_AFTER_S
-from gpudeck.services.nodes import refuse_offline
+from gpudeck.services.nodes import NodeFacts, node_facts, refuse_offline
 from gpudeck.services.placement import InsufficientMemory, LiveMemory, short_devices
-from gpudeck.services.queue_plan import Dev, choose_spread
+from gpudeck.services.queue_plan import Dev, Quota, choose_spread
 from gpudeck.services.recommend import default_safety_margin
 from gpudeck.services.submit_checks import check_host_memory, check_kind_inputs, refuse_nul
 from gpudeck.services.users import may_run_code
@@ -93,6 +95,13 @@ def _default_node(session: Session, nodes: list[str] | None = None) -> str:
     raise InvalidInput([("node", f"several nodes exist ({', '.join(nodes)}); name one")])
 
 
+# Built once: every submit naming devices runs it (building a statement costs more CPU than
+# running it).
+_DEVICES_OF_NODES = select(Device).where(
+    Device.node == any_(bindparam("nodes", type_=ARRAY(String)))
+)
+
+
 def resolve_devices(session: Session, refs: list[DeviceRef]) -> tuple[str, list[Chosen]]:
     """The devices a request names, on one node or several; returns (the first node, them).
 
@@ -110,7 +119,7 @@ def _resolve_with_rows(
     them once."""
     default = None if all(r.node for r in refs) else _default_node(session)
     nodes = list(dict.fromkeys(str(r.node or default) for r in refs))
-    inventory = session.scalars(select(Device).where(Device.node.in_(nodes))).all()
+    inventory = session.scalars(_DEVICES_OF_NODES, {"nodes": nodes}).all()
     by_uuid = {(d.node, d.uuid): d for d in inventory}
     by_index = {(d.node, d.index): d for d in inventory}
     chosen: list[Chosen] = []
@@ -142,6 +151,9 @@ def estimate_bytes_per_device(
     return int(estimate(kind.config_model.model_validate(config), world_size).bytes_per_device)
 
 
+Readings = dict[tuple[str, str], LiveMemory]  # (node, uuid): a device's fresh free memory
+
+
 @dataclass(frozen=True)
 class Submitter:
     """Who submits, and the operator's time limits."""
@@ -161,9 +173,7 @@ def _waits_for_unfinished(session: Session, depends_on: Sequence[int]) -> bool:
     return any(JobStatus(s) != JobStatus.succeeded for s in statuses)
 
 
-def _check_scheduling(
-    session: Session, spec: JobCreate, who: Submitter, quota: UserQuota | None
-) -> int:
+def _check_scheduling(session: Session, spec: JobCreate, who: Submitter, quota: Quota) -> int:
     """The scheduling fields beyond their schema; returns the job's time limit."""
     if spec.priority > 0 and not who.is_admin:
         raise Forbidden("only an admin may submit with a priority above 0", field="priority")
@@ -180,7 +190,7 @@ def _check_scheduling(
         for i, dep in enumerate(spec.depends_on):
             if dep not in found:
                 raise InvalidInput([(f"depends_on.{i}", f"job {dep} does not exist")])
-    most = quota.max_queued_jobs if quota is not None else None
+    most = quota.max_queued_jobs
     if most is not None and queue.queued_count(session, who.owner) >= most:
         raise Conflict(
             message=f"quota: {who.owner} may have {most} jobs queued",
@@ -242,7 +252,7 @@ def create_job(
     spec: JobCreate,
     *,
     owner: str | Submitter,
-    live: dict[tuple[str, str], LiveMemory] | None = None,
+    read_live: Callable[[], Readings | None] = lambda: None,
     data_dir: Path | None = None,
 ) -> Job:
     """Insert the job and, when it may start now, reserve its devices in the caller's
@@ -253,8 +263,10 @@ def create_job(
     jobs must not overtake a waiting large one), it holds no dependency and is not held.
     A job across nodes waits like any other: named devices on several nodes for exactly
     those, a count spread over nodes (`nodes`, `devices_per_node`) for the scheduler to gang
-    it. `live` is the nodes' fresh free memory; unless the request says `force`, devices that
-    cannot hold the job's estimate are refused (explicit) or passed over (count). With
+    it. `read_live` reads the nodes' fresh free memory (None: unknown); unless the request
+    says `force`, devices that cannot hold the job's estimate are refused (explicit) or passed
+    over (count). It is read only when the job may start now: a submit that queues needs no
+    telemetry. With
     `data_dir`, a file dataset must exist there now, not only when the job starts."""
     who = owner if isinstance(owner, Submitter) else Submitter(owner)
     refuse_nul(spec.config, "config")
@@ -278,18 +290,24 @@ def create_job(
         inventory = fit.node_devices(session, node)
         fit.check_count(inventory, node, spec.world_size)  # before any config error
     field = "devices" if spec.devices is not None else "count"
+    facts: dict[str, NodeFacts] = {}
     if spread is None:  # a spread count only ever considers online nodes
-        refuse_offline(session, [d.node for d in devices] or [node], field)
+        facts = node_facts(session, [d.node for d in devices] or [node])
+        refuse_offline(facts, [d.node for d in devices] or [node], field)
     config = validate_config(spec.kind, spec.config, spec.world_size)
     if data_dir is not None and not _waits_for_unfinished(session, spec.depends_on):
         kind = get_kind(spec.kind)
         assert kind is not None  # validate_config refused unknown kinds
         check_kind_inputs(kind, kind.config_model.model_validate(config), data_dir)
-    # Read once: no row is the common case, and the session does not remember an absence.
-    quota = session.get(UserQuota, who.owner)
+    quota = queue.quota_of(session, who.owner)  # read once: the checks below share it
     time_limit = _check_scheduling(session, spec, who, quota)
     estimate = estimate_bytes_per_device(spec.kind, config, spec.world_size)
-    check = live is not None and estimate is not None and not spec.force
+    judged = estimate is not None and not spec.force
+
+    @functools.cache
+    def live() -> Readings | None:  # read at most once, and only for a start now
+        return read_live() if judged else None
+
     if estimate is not None and not spec.force:
         fit.check_fits(inventory, node, estimate, "config")
     if spread is not None:
@@ -297,11 +315,15 @@ def create_job(
         node = _idle_spread(inventory, spec, spread, None if spec.force else estimate)[0].node
     else:
         _never_fits(inventory, spec, node, devices, estimate)
-    check_host_memory(session, node, spec.world_size, estimate, field)
+    if node not in facts:  # a count spread over nodes: its node is known only now
+        facts = node_facts(session, [node])
+    check_host_memory(facts.get(node), spec.world_size, estimate, field)
     now = spec.queue and not spec.hold and not spec.depends_on
     now = now and _quota_allows(session, who, spec, quota)
     if spread is not None and (now or not spec.queue):
-        devices = _spread_now(session, inventory, spec, spread, estimate if check else None, live)
+        readings = live()
+        fit_to = estimate if readings is not None else None
+        devices = _spread_now(session, inventory, spec, spread, fit_to, readings)
         node = devices[0].node if devices else node
         if not devices and not spec.queue:
             raise _no_room_across(session, inventory, spec, spread)
@@ -342,16 +364,17 @@ def create_job(
             if devices:
                 raise_if_held(session, devices)
                 short = short_devices(
-                    [(d.node, d.uuid) for d in devices], estimate or 0, live or {}
+                    [(d.node, d.uuid) for d in devices], estimate or 0, live() or {}
                 )
-                if check and short:
+                if live() is not None and short:
                     raise InsufficientMemory(int(estimate or 0), short)
             session.add(job)
             session.flush()
             # In a savepoint: a count that finds no room gives back the device-row locks at
             # once, instead of holding them (and every concurrent submit) until commit.
             with session.begin_nested():
-                _reserve_now(session, job, spec, devices, estimate if check else None, live)
+                fit_to = estimate if live() is not None else None
+                _reserve_now(session, job, spec, devices, fit_to, live())
         except (GpuBusy, NotEnoughDevices, InsufficientMemory):
             if not spec.queue:
                 raise
@@ -362,7 +385,7 @@ def create_job(
     else:
         session.refresh(job, ["allocations"])
     if not job.allocations:
-        job_state.wake_scheduler(session)  # it waits: the scheduler places it
+        job_state.wake_scheduler(session, arrival=True)  # it waits: the scheduler places it
     return job
 
 
@@ -449,10 +472,8 @@ def _not_enough_across(spec: JobCreate, spread: tuple[int, ...], what: str) -> C
     )
 
 
-def _quota_allows(
-    session: Session, who: Submitter, spec: JobCreate, quota: UserQuota | None
-) -> bool:
-    if quota is None or quota.max_devices is None:
+def _quota_allows(session: Session, who: Submitter, spec: JobCreate, quota: Quota) -> bool:
+    if quota.max_devices is None:
         return True
     held = session.scalar(
         select(func.count())

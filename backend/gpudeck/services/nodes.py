@@ -8,11 +8,12 @@ Takes a Session, never commits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import func, select
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import String, any_, bindparam, func, select
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session
 
 from gpudeck.core.security import hash_token, new_token, token_matches
@@ -54,14 +55,31 @@ class NodeOffline(Conflict):
         )
 
 
-def refuse_offline(session: Session, nodes: Iterable[str], field: str) -> None:
+@dataclass(frozen=True)
+class NodeFacts:
+    """What a submit checks of a node: where its devices come from, and whether its sampler
+    has gone silent (by the database's clock, as the scheduler judges it)."""
+
+    source: str
+    silent: bool
+
+
+# Built once: a submit runs it, and building the statement costs more CPU than running it.
+_FACTS = select(
+    Node.name,
+    Node.source,
+    Node.last_seen_at < func.now() - timedelta(seconds=OFFLINE_AFTER_S),
+).where(Node.name == any_(bindparam("names", type_=ARRAY(String))))
+
+
+def node_facts(session: Session, names: Sequence[str]) -> dict[str, NodeFacts]:
+    """The facts of each of `names` that exists, in one read."""
+    rows = session.execute(_FACTS, {"names": list(dict.fromkeys(names))})
+    return {name: NodeFacts(source, bool(silent)) for name, source, silent in rows}
+
+
+def refuse_offline(facts: Mapping[str, NodeFacts], nodes: Iterable[str], field: str) -> None:
     """NodeOffline naming each of `nodes` whose sampler has gone silent."""
-    names = list(dict.fromkeys(nodes))
-    silent = session.scalars(
-        select(Node.name).where(
-            Node.name.in_(names),
-            Node.last_seen_at < func.now() - timedelta(seconds=OFFLINE_AFTER_S),
-        )
-    ).all()
+    silent = [n for n in dict.fromkeys(nodes) if n in facts and facts[n].silent]
     if silent:
         raise NodeOffline(field, sorted(silent))

@@ -12,8 +12,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import ColumnElement, and_, exists, func, or_, select
-from sqlalchemy.dialects.postgresql import array
+from sqlalchemy import ColumnElement, String, and_, any_, bindparam, exists, func, or_, select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Allocation, Device, Job, JobRun, JobStatus, Node, UserQuota
@@ -35,16 +35,25 @@ def is_waiting() -> ColumnElement[bool]:
     return and_(Job.status == JobStatus.queued, ~has_live_allocation())
 
 
+_NODES = bindparam("nodes", type_=ARRAY(String))
+# Built once: every submit asks (building the statement costs more CPU than running it).
+_WAITING_ON_NODES = select(
+    exists().where(
+        is_waiting(),
+        or_(
+            Job.node == any_(_NODES),
+            Job.requested_nodes.has_any(_NODES),
+            Job.spread_nodes.is_not(None),
+            Job.devices_per_node.is_not(None),
+        ),
+    )
+)
+
+
 def waiting_on_nodes(session: Session, nodes: Sequence[str]) -> bool:
     """A job waits that may use one of `nodes`: its node is one of them, it names devices on
     one, or it is a count spread over nodes (which may use any)."""
-    concerns = or_(
-        Job.node.in_(list(nodes)),
-        Job.requested_nodes.has_any(array(list(nodes))),
-        Job.spread_nodes.is_not(None),
-        Job.devices_per_node.is_not(None),
-    )
-    return bool(session.scalar(select(exists().where(is_waiting(), concerns))))
+    return bool(session.scalar(_WAITING_ON_NODES, {"nodes": list(nodes)}))
 
 
 def free_devices(session: Session, node: str) -> int:
@@ -87,6 +96,17 @@ def quotas(session: Session) -> dict[str, Quota]:
         q.user_name: Quota(q.max_devices, q.max_queued_jobs)
         for q in session.scalars(select(UserQuota))
     }
+
+
+_QUOTA_OF = select(UserQuota.max_devices, UserQuota.max_queued_jobs).where(
+    UserQuota.user_name == bindparam("owner")
+)
+
+
+def quota_of(session: Session, owner: str) -> Quota:
+    """One user's quota (no row: no limits); every submit reads it."""
+    row = session.execute(_QUOTA_OF, {"owner": owner}).first()
+    return Quota(row.max_devices, row.max_queued_jobs) if row is not None else Quota()
 
 
 def _epoch(value: datetime | None, default: float) -> float:

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy.orm import Session
 
 from gpudeck.engine.kinds import InputError, JobKind
-from gpudeck.models import Node
 from gpudeck.services.errors import Conflict, InvalidInput
+from gpudeck.services.nodes import NodeFacts
 
 
 def refuse_nul(value: Any, field: str) -> None:
@@ -62,13 +61,12 @@ class InsufficientHostMemory(Conflict):
 
 
 def check_host_memory(
-    session: Session, node: str, world_size: int, bytes_per_device: int | None, field: str
+    node: NodeFacts | None, world_size: int, bytes_per_device: int | None, field: str
 ) -> None:
     """Ranks on simulated devices are CPU processes of one machine: together they must fit in
     its memory, whatever `force` says (force skips the free-memory check, not physics).
     Simulated nodes run beside the API (gpudeck run), so this machine's memory is theirs."""
-    source = session.get(Node, node)
-    if bytes_per_device is None or source is None or source.source != "simulated":
+    if bytes_per_device is None or node is None or node.source != "simulated":
         return
     host_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     if world_size * bytes_per_device > host_bytes:

@@ -40,7 +40,6 @@ def create_job(
     once); GET /api/jobs/{id} or GET /api/queue show it from a pass of their own."""
     job_service.check_may_submit(spec.kind, user)
     settings = request.app.state.settings
-    live = None if spec.force else live_memory_or_none(request.app.state.redis)
     submitter = job_service.Submitter(
         user.name,
         is_admin=user.is_admin,
@@ -48,7 +47,11 @@ def create_job(
         max_time_limit_s=settings.max_time_limit_s,
     )
     job = job_service.create_job(
-        session, spec, owner=submitter, live=live, data_dir=settings.data_dir
+        session,
+        spec,
+        owner=submitter,
+        read_live=lambda: live_memory_or_none(request.app.state.redis),
+        data_dir=settings.data_dir,
     )
     audit.record(session, user, audit.JOB_SUBMIT, f"job:{job.id}", kind=job.kind)
     session.commit()
