@@ -42,7 +42,7 @@ class Scheduler:
         self._due: dict[str, float] = {}
         # Passes for arrivals only (submits that queue) run at most this often.
         self.arrival_gap_s = settings.scheduler_arrival_gap_s
-        self._last_pass = 0.0
+        self._arrivals_not_before = 0.0
         self._reachable = True
 
     def run(self, stop: threading.Event) -> None:
@@ -57,7 +57,7 @@ class Scheduler:
                 else:
                     self._due.clear()  # a new leader starts every duty at once
                 woken = self.wake.signal.wait(
-                    self.tick_s, arrivals_not_before=self._last_pass + self.arrival_gap_s
+                    self.tick_s, arrivals_not_before=self._arrivals_not_before
                 )
         finally:
             self.wake.stop()
@@ -87,10 +87,16 @@ class Scheduler:
             now = time.monotonic()
             if now < self._due.get(duty.name, now) and not (woken and duty.on_wake):
                 continue
-            if duty.on_wake:
-                self._last_pass = now
             try:
                 duty.run(self.ctx)
             except Exception as exc:  # one failed pass is retried next interval
                 log.warning("%s failed: %s", duty.name, exc)
             self._due[duty.name] = now + duty.interval_s
+            if duty.on_wake:
+                self._arrivals_not_before = self.next_arrival_pass(now, time.monotonic())
+
+    def next_arrival_pass(self, started: float, ended: float) -> float:
+        """When a pass for arrivals may next run: the gap after this one, and at least twice
+        its length (a long queue makes a pass slow; a burst of submits then costs the
+        scheduler at most a third of a core, not all of it)."""
+        return ended + max(self.arrival_gap_s, 2 * (ended - started))

@@ -6,9 +6,13 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+import redis
+from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
 from gpudeck.core.config import Settings
+from gpudeck.scheduler.service import Scheduler
 from gpudeck.scheduler.wake import WakeListener, WakeSignal
 from gpudeck.services import job_state
 
@@ -67,3 +71,16 @@ def test_the_listener_tells_arrivals_from_freed_devices(settings: Settings, db: 
         assert time.monotonic() - started < 5  # freed devices: at once, gap or not
     finally:
         listener.stop()
+
+
+def test_a_slow_pass_spaces_the_next_arrival_pass_by_twice_its_length(
+    settings: Settings, redis_client: redis.Redis
+) -> None:
+    settings.scheduler_arrival_gap_s = 0.2
+    engine = create_engine(settings.sqlalchemy_url, pool_size=1)
+    try:
+        scheduler = Scheduler(settings, engine, redis_client)
+        assert scheduler.next_arrival_pass(10.0, 10.05) == pytest.approx(10.25)  # the gap
+        assert scheduler.next_arrival_pass(10.0, 10.5) == pytest.approx(11.5)  # 2 x 0.5 s
+    finally:
+        engine.dispose()
