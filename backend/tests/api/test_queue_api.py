@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import redis
 from fastapi.testclient import TestClient
 from harness import auth_headers, create_token, make_job
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.services import queue_summary
@@ -188,3 +188,32 @@ def test_bad_scheduling_input_names_the_field_and_changes_nothing(
         assert response.status_code == 422, (body, response.text)
     db.rollback()
     assert db.execute(text("SELECT count(*) FROM jobs")).scalar_one() == before + 1
+
+
+def test_a_queued_submit_costs_eight_statements(
+    client: TestClient, db: Session, devices: str, redis_client: redis.Redis
+) -> None:
+    """The submit rate (bench/scheduler.py submit) is CPU spent per statement: the token, the
+    named devices, the node's facts, the quota, "anyone waiting", the insert, the wake-up and
+    the audit row (a request naming no node adds one: the node there is)."""
+    make_job(db, devices=[0])
+    _submit(client, devices=[{"index": 0}])  # one waits: the next cannot start at once
+    with Session(db.get_bind()) as session:
+        _, summary = queue_summary.compute(session, None, half_life_s=86400)
+    queue_summary.publish(redis_client, summary)  # as the scheduler leaves it
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    engine = client.app.state.engine  # type: ignore[attr-defined]
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        response = client.post(
+            "/api/jobs",
+            json={"kind": "sae", "config": SAE, "devices": [{"index": 0, "node": devices}]},
+        )
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert response.status_code == 201 and response.json()["queue"]["position"] == 2
+    assert len(statements) == 8, "\n".join(statements)
