@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/scheduler.py pass    [--waiting 10000 --across 0.2]  # 64 devs, 8 nodes
     .venv/bin/python bench/scheduler.py trace   [--jobs 800 --seed 1]  # FIFO vs fair vs backfill
+    .venv/bin/python bench/scheduler.py snapshot [--waiting 10000]  # the same, read from Postgres
     .venv/bin/python bench/scheduler.py submit  [--clients 200 --seconds 15]
     .venv/bin/python bench/scheduler.py wake    [--runs 12]
 
@@ -9,6 +10,8 @@
   same pass in FIFO order without backfill (the least a queue must do: order and try the head).
   `--across F`: that share of the jobs span nodes (half named devices on two nodes, half a
   count spread over nodes: `nodes` 2 or `devices_per_node` 4).
+- snapshot: the pass as the scheduler runs it, the queue read from Postgres (8 nodes of 8
+  devices, each held; N waiting jobs); baseline: deciding alone on the same snapshot.
 - trace: a seeded synthetic trace (sizes 1-8 devices, log-normal durations, time limits 1.5-4x
   the real duration, four users, some high-priority jobs) replayed through the same `plan` with
   a simulated clock; utilisation, mean wait and p95 bounded slowdown for FIFO, priority + fair
@@ -128,6 +131,100 @@ def bench_pass(waiting_n: int, repeats: int, across: float = 0.0) -> None:
         med = statistics.median(values)
         print(f"  {name:44s} median {med * 1e3:6.1f} ms over {repeats} ({med / base:.2f}x)")
     print("  goal: the scheduler's pass <= 50 ms")
+
+
+# ----- the pass as the scheduler runs it: the queue read from Postgres --------------------
+
+
+def _fill_queue(database_url: str, waiting_n: int) -> None:
+    """NODES nodes of PER_NODE devices, each node held by one running job, and `waiting_n`
+    waiting jobs of 1-8 devices on them, a tenth naming a device (as `pass` has them)."""
+    from sqlalchemy import text
+
+    from gpudeck.core.config import Settings
+    from gpudeck.core.db import make_engine, make_sessionmaker, transaction
+    from gpudeck.services.inventory import upsert_inventory
+    from gpudeck.telemetry.simulated import simulated_inventory
+
+    engine = make_engine(database_url, pool_size=1)
+    spec = Settings(simulated_devices=f"{PER_NODE}x80GiB").simulated
+    with transaction(make_sessionmaker(engine)) as session:
+        for n in range(NODES):
+            upsert_inventory(session, f"n{n}", "simulated", simulated_inventory(spec, f"n{n}"))
+        session.execute(
+            text(
+                "INSERT INTO jobs (name, kind, config, status, owner, node, world_size, "
+                " progress_step, started_at, time_limit_s) "
+                "SELECT 'holder', 'sae', '{}', 'running', 'u0', name, :per, 0, now(), 3600 "
+                "FROM nodes WHERE name LIKE 'n%'"
+            ),
+            {"per": PER_NODE},
+        )
+        session.execute(
+            text(
+                "INSERT INTO allocations (job_id, node, gpu_uuid, gpu_index, rank) "
+                "SELECT j.id, d.node, d.uuid, d.index, d.index FROM jobs j JOIN devices d "
+                "ON d.node = j.node WHERE j.name = 'holder'"
+            )
+        )
+        session.execute(
+            text(
+                "INSERT INTO jobs (name, kind, config, status, owner, node, world_size, "
+                " progress_step, time_limit_s, priority, requested_devices, created_at) "
+                "SELECT 'w' || i, 'sae', '{}', 'queued', 'u' || (i % 8), 'n' || (i % :nodes), "
+                " CASE WHEN i % 10 = 0 THEN 1 ELSE 1 + (i * 7 % 8) END, 0, "
+                " 600 + (i * 37 % 7200), CASE WHEN i % 20 = 0 THEN 1 ELSE 0 END, "
+                " CASE WHEN i % 10 = 0 THEN (SELECT jsonb_build_array(uuid) FROM devices "
+                "   WHERE node = 'n' || (i % :nodes) AND index = 0) END, "
+                " now() - make_interval(secs => :n - i) "
+                "FROM generate_series(1, :n) AS i"
+            ),
+            {"n": waiting_n, "nodes": NODES},
+        )
+    with engine.connect() as conn:  # the statistics autovacuum keeps on a queue that grew
+        conn.execute(text("ANALYZE"))
+    engine.dispose()
+
+
+def bench_snapshot(waiting_n: int, repeats: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _server import _local_database, _prepare
+
+    from gpudeck.core.db import make_engine, make_sessionmaker, transaction
+    from gpudeck.core.heap import freeze_startup_objects
+    from gpudeck.services import queue, queue_summary
+
+    database_url = os.environ.get("GPUDECK_BENCH_DATABASE_URL") or _local_database()
+    if database_url is None:
+        raise SystemExit("snapshot needs a Postgres (GPUDECK_BENCH_DATABASE_URL)")
+    _prepare(database_url, "1x80GiB")
+    _fill_queue(database_url, waiting_n)
+    engine = make_engine(database_url, pool_size=1)
+    sessions = make_sessionmaker(engine)
+    freeze_startup_objects()  # as `gpudeck scheduler` does once started
+    full: list[float] = []
+    pure: list[float] = []
+    for _ in range(repeats + 1):  # the first warms caches, and is dropped
+        started = time.perf_counter()
+        with transaction(sessions) as session:
+            decided, _ = queue_summary.compute(session, None, half_life_s=7 * 86400, explain=False)
+        full.append(time.perf_counter() - started)
+        with transaction(sessions) as session:
+            now, devs, holding, waiting = queue.snapshot(session, None)
+            usage = queue.usage_by_owner(session, 7 * 86400)
+        started = time.perf_counter()
+        plan(devs, holding, waiting, now=now, usage=usage, explain=False)
+        pure.append(time.perf_counter() - started)
+    engine.dispose()
+    assert len(waiting) == waiting_n and not decided.starts, "every device is held: all wait"
+    base = statistics.median(pure[1:])
+    med = statistics.median(full[1:])
+    print(
+        f"the scheduler's pass read from Postgres, {waiting_n} waiting jobs, "
+        f"{NODES * PER_NODE} devices on {NODES} nodes, median of {repeats}"
+    )
+    print(f"  read the queue + decide (compute) {med * 1e3:7.1f} ms ({med / base:.2f}x)")
+    print(f"  baseline: decide alone (plan)     {base * 1e3:7.1f} ms, same snapshot")
 
 
 # ----- trace replay -------------------------------------------------------------------------
@@ -432,6 +529,9 @@ def main() -> None:
     s.add_argument("--clients", type=int, default=200)
     s.add_argument("--seconds", type=float, default=15)
     s.add_argument("--workers", type=int, default=1, help="API processes")
+    n = sub.add_parser("snapshot")
+    n.add_argument("--waiting", type=int, default=10_000)
+    n.add_argument("--repeats", type=int, default=7)
     w = sub.add_parser("wake")
     w.add_argument("--runs", type=int, default=12)
     args = parser.parse_args()
@@ -439,6 +539,8 @@ def main() -> None:
         bench_pass(args.waiting, args.repeats, args.across)
     elif args.what == "trace":
         bench_trace(args.jobs, args.seed)
+    elif args.what == "snapshot":
+        bench_snapshot(args.waiting, args.repeats)
     elif args.what == "submit":
         bench_submit(args.clients, args.seconds, args.workers)
     else:

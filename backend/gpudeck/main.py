@@ -38,6 +38,7 @@ from gpudeck.api.telemetry_hub import TelemetryHub
 from gpudeck.core.celery_app import make_celery
 from gpudeck.core.config import Settings, get_settings
 from gpudeck.core.db import API_TIMEOUTS, make_engine, make_sessionmaker
+from gpudeck.core.heap import freeze_startup_objects
 from gpudeck.core.redis import API_TIMEOUT_S, async_client, sync_client
 from gpudeck.engine.kinds import registry
 from gpudeck.services.jobs import estimate_bytes_per_device
@@ -56,6 +57,7 @@ def warm_estimator() -> None:
             estimate_bytes_per_device(kind.name, kind.config_model().model_dump(), 1)
         except Exception:  # a warm-up is an optimisation: never let it take the API down
             log.exception("warming the memory estimate of kind %r failed", kind.name)
+    freeze_startup_objects()  # PyTorch is imported now: its objects live until exit
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

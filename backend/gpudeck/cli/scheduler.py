@@ -16,6 +16,7 @@ from gpudeck.cli.settings import load_service_settings
 def scheduler() -> None:
     """Run the scheduler: the active instance reaps lost jobs; others stand by to take over."""
     from gpudeck.core.db import make_engine
+    from gpudeck.core.heap import freeze_startup_objects
     from gpudeck.core.redis import sync_client
     from gpudeck.scheduler.service import Scheduler
 
@@ -30,8 +31,10 @@ def scheduler() -> None:
     signal.signal(signal.SIGTERM, on_signal)
     engine = make_engine(settings.sqlalchemy_url, pool_size=2)
     client = sync_client(str(settings.redis_url))
+    scheduler = Scheduler(settings, engine, client)
+    freeze_startup_objects()  # a pass over a long queue then pays no collection of them
     try:
-        Scheduler(settings, engine, client).run(stop)
+        scheduler.run(stop)
     finally:
         client.close()
         engine.dispose()

@@ -60,8 +60,16 @@ def compute(
     (meaningful only when `explain`: a deciding-only pass reserves nothing ahead)."""
     now, devices, holding, waiting = queue.snapshot(session, live)
     usage = queue.usage_by_owner(session, half_life_s)
+    quotas = queue.quotas(session)
     out = plan(
-        devices, holding, waiting, now=now, usage=usage, quotas=queue.quotas(session), policy=policy
+        devices,
+        holding,
+        waiting,
+        now=now,
+        usage=usage,
+        quotas=quotas,
+        policy=policy,
+        explain=explain,
     )
     counts = Counter((j.priority, usage.get(j.owner, 0.0)) for j in waiting if j.id in out.infos)
     free_at: dict[str, dict[str, float | None]] = {}

@@ -217,3 +217,20 @@ def test_a_queued_submit_costs_eight_statements(
         event.remove(engine, "before_cursor_execute", seen)
     assert response.status_code == 201 and response.json()["queue"]["position"] == 2
     assert len(statements) == 8, "\n".join(statements)
+
+
+def test_the_schedulers_pass_only_decides_and_the_views_explain(
+    client: TestClient, db: Session, devices: str
+) -> None:
+    """The scheduler's frequent passes skip explaining jobs that cannot start (a long queue
+    is read and decided in a fraction of the time); the queue view and the submit summary
+    explain every waiting job. Both decide the same."""
+    make_job(db, devices=[0])
+    first = _submit(client, devices=[{"index": 0}])
+    second = _submit(client, devices=[{"index": 0}])
+    with Session(db.get_bind()) as session:
+        decided, _ = queue_summary.compute(session, None, half_life_s=86400, explain=False)
+        explained, _ = queue_summary.compute(session, None, half_life_s=86400, explain=True)
+    assert decided.starts == explained.starts == []
+    assert set(explained.infos) == {first["id"], second["id"]}
+    assert set(decided.infos) == {first["id"]}  # the first blocked job holds the reservation
