@@ -45,7 +45,7 @@ from gpudeck.services.jobs import estimate_bytes_per_device
 
 log = logging.getLogger(__name__)
 # Worker threads for sync endpoints, and the database pool's size to match (see lifespan).
-API_THREADS = 20
+API_THREADS = 8
 
 
 def warm_estimator() -> None:
@@ -69,11 +69,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         install_log_filters()  # no token in uvicorn's logs
         engine = make_engine(settings.sqlalchemy_url, pool_size=API_THREADS, timeouts=API_TIMEOUTS)
         # Sync endpoints (and token lookups) run in this many threads, each holding at most
-        # one pooled connection: the pool never has to open overflow connections under load.
-        # Overflow connections are closed as they come back, and under a burst the churn of
-        # opening new ones made requests wait past the connect timeout (503s in
-        # bench/scheduler.py submit --workers 2); more threads than this buy nothing under
-        # the GIL but switching.
+        # one pooled connection: the pool never has to open overflow connections under load
+        # (they are closed as they come back, and under a burst the churn of opening new ones
+        # made requests wait past the connect timeout: 503s in bench/scheduler.py submit
+        # --workers 2). Under the GIL more threads only add switching: at 200 clients, 20
+        # threads served 145-173 submits/s at 6.3-7.5 ms of CPU each, 8 threads 187-199/s at
+        # 5.3-5.4 ms, 4 no better (anyio's default is 40). Eight still leave room for requests
+        # waiting on a row lock or a slow disk.
         anyio.to_thread.current_default_thread_limiter().total_tokens = API_THREADS
         app.state.settings = settings
         app.state.engine = engine
