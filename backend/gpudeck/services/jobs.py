@@ -266,8 +266,8 @@ def create_job(
     it. `read_live` reads the nodes' fresh free memory (None: unknown); unless the request
     says `force`, devices that cannot hold the job's estimate are refused (explicit) or passed
     over (count). It is read only when the job may start now: a submit that queues needs no
-    telemetry. With
-    `data_dir`, a file dataset must exist there now, not only when the job starts."""
+    telemetry. With `data_dir`, a file dataset must exist there now, not only when the job
+    starts."""
     who = owner if isinstance(owner, Submitter) else Submitter(owner)
     refuse_nul(spec.config, "config")
     spread, spread_nodes = spec.node_counts, spec.nodes
@@ -439,7 +439,7 @@ def _spread_now(
     spec: JobCreate,
     spread: tuple[int, ...],
     estimate: int | None,
-    live: dict[tuple[str, str], LiveMemory] | None,
+    live: Readings | None,
 ) -> list[Chosen]:
     """Free devices for a count spread over nodes now, by the pass's rule (fewest nodes, best
     fit); empty when there are none. Reserved like named devices, so the unique index still
@@ -490,7 +490,7 @@ def _reserve_now(
     spec: JobCreate,
     devices: list[Chosen],
     estimate: int | None,
-    live: dict[tuple[str, str], LiveMemory] | None,
+    live: Readings | None,
 ) -> None:
     if devices:
         reserve(session, job, devices)
