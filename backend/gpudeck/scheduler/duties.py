@@ -33,6 +33,8 @@ class Context:
     celery: Celery
     # monotonic time of the last explained pass (its summary feeds the submit answers)
     explained_at: list[float] = field(default_factory=lambda: [-math.inf])
+    # the waiting jobs as the last pass read them: a pass re-reads only changed rows
+    waiting: queue.WaitingCache = field(default_factory=queue.WaitingCache)
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ def schedule_queue(ctx: Context) -> list[int]:
     with transaction(ctx.sessions) as session:
         half_life_s = ctx.settings.fair_share_half_life_s
         decided, summary = queue_summary.compute(
-            session, live, half_life_s=half_life_s, explain=explain
+            session, live, half_life_s=half_life_s, explain=explain, cache=ctx.waiting
         )
     if explain:
         ctx.explained_at[0] = time.monotonic()

@@ -55,10 +55,12 @@ def compute(
     half_life_s: float,
     policy: Policy | None = None,
     explain: bool = True,
+    cache: queue.WaitingCache | None = None,
 ) -> tuple[Plan, Summary]:
     """The scheduler's pass (as queue.compute_plan) and the summary of what it leaves waiting
-    (meaningful only when `explain`: a deciding-only pass reserves nothing ahead)."""
-    now, devices, holding, waiting = queue.snapshot(session, live)
+    (meaningful only when `explain`: a deciding-only pass reserves nothing ahead). `cache`:
+    the scheduler's waiting jobs from its last pass (queue.WaitingCache)."""
+    now, devices, holding, waiting = queue.snapshot(session, live, cache)
     usage = queue.usage_by_owner(session, half_life_s)
     quotas = queue.quotas(session)
     out = plan(
