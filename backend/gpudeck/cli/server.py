@@ -25,7 +25,10 @@ def api(
     settings = load_service_settings("api")
 
     # Several workers need an import string: each process builds its app from the environment.
-    app: Any = "gpudeck.main:create_app" if workers > 1 else create_app(settings)
+    if workers > 1:
+        app: Any = "gpudeck.main:create_server_app"
+    else:
+        app = create_app(settings, freeze_heap=True)
     uvicorn.run(
         app,
         factory=workers > 1,
