@@ -292,8 +292,9 @@ def create_job(
     field = "devices" if spec.devices is not None else "count"
     facts: dict[str, NodeFacts] = {}
     if spread is None:  # a spread count only ever considers online nodes
-        facts = node_facts(session, [d.node for d in devices] or [node])
-        refuse_offline(facts, [d.node for d in devices] or [node], field)
+        chosen_nodes = [d.node for d in devices] or [node]
+        facts = node_facts(session, chosen_nodes)
+        refuse_offline(facts, chosen_nodes, field)
     config = validate_config(spec.kind, spec.config, spec.world_size)
     if data_dir is not None and not _waits_for_unfinished(session, spec.depends_on):
         kind = get_kind(spec.kind)
