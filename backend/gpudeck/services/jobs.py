@@ -39,7 +39,7 @@ from gpudeck.services.errors import (
 )
 from gpudeck.services.inventory import OFFLINE_AFTER_S
 from gpudeck.services.nodes import NodeFacts, node_facts, refuse_offline
-from gpudeck.services.placement import InsufficientMemory, LiveMemory, short_devices
+from gpudeck.services.placement import InsufficientMemory, Readings, short_devices
 from gpudeck.services.queue_plan import Dev, Quota, choose_spread
 from gpudeck.services.recommend import default_safety_margin
 from gpudeck.services.submit_checks import check_host_memory, check_kind_inputs, refuse_nul
@@ -149,9 +149,6 @@ def estimate_bytes_per_device(
     if kind is None or estimate is None:
         return None
     return int(estimate(kind.config_model.model_validate(config), world_size).bytes_per_device)
-
-
-Readings = dict[tuple[str, str], LiveMemory]  # (node, uuid): a device's fresh free memory
 
 
 @dataclass(frozen=True)

@@ -66,9 +66,11 @@ class LiveMemory:
     memory_free_bytes: int
 
 
-def live_memory(
-    r: redis.Redis, *, now: datetime | None = None
-) -> dict[tuple[str, str], LiveMemory]:
+# (node, uuid) -> a device's fresh free memory, as the samplers last reported it.
+Readings = dict[tuple[str, str], LiveMemory]
+
+
+def live_memory(r: redis.Redis, *, now: datetime | None = None) -> Readings:
     """(node, uuid) -> free memory, from each node's newest sample if it is fresh."""
     now = now or datetime.now(UTC)
     live = {}
@@ -83,7 +85,7 @@ def live_memory(
     return live
 
 
-def live_memory_or_none(r: redis.Redis) -> dict[tuple[str, str], LiveMemory] | None:
+def live_memory_or_none(r: redis.Redis) -> Readings | None:
     """As live_memory, but None when Redis cannot be read: a telemetry outage must not stop
     submissions; the job is then placed without the free-memory check (and says so in logs)."""
     try:
@@ -100,7 +102,7 @@ def usable(memory: LiveMemory) -> int:
 def short_devices(
     chosen: Iterable[tuple[str, str]],
     bytes_per_device: int,
-    live: dict[tuple[str, str], LiveMemory],
+    live: Readings,
 ) -> list[dict[str, Any]]:
     """The chosen (node, uuid) devices whose live free memory cannot hold the estimate.
 

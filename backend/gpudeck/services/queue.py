@@ -37,7 +37,7 @@ from gpudeck.services import job_state
 from gpudeck.services.allocation import Chosen, reserve
 from gpudeck.services.errors import GpuBusy
 from gpudeck.services.inventory import OFFLINE_AFTER_S
-from gpudeck.services.placement import LiveMemory, usable
+from gpudeck.services.placement import Readings, usable
 from gpudeck.services.queue_plan import Dev, Holding, Plan, Policy, Quota, Start, Waiting, plan
 
 
@@ -131,7 +131,7 @@ def _epoch(value: datetime | None, default: float) -> float:
 def plan_device(
     device: Device,
     holders: dict[tuple[str, str], int],
-    live: dict[tuple[str, str], LiveMemory] | None,
+    live: Readings | None,
     *,
     online: bool = True,
 ) -> Dev:
@@ -273,7 +273,7 @@ def _with_dependencies(
 
 def snapshot(
     session: Session,
-    live: dict[tuple[str, str], LiveMemory] | None,
+    live: Readings | None,
     cache: WaitingCache | None = None,
 ) -> tuple[float, list[Dev], list[Holding], list[Waiting]]:
     """(now, devices, jobs holding devices, waiting jobs) as the pass takes them; with a
@@ -320,7 +320,7 @@ def snapshot(
 
 def compute_plan(
     session: Session,
-    live: dict[tuple[str, str], LiveMemory] | None,
+    live: Readings | None,
     *,
     half_life_s: float,
     policy: Policy | None = None,

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from gpudeck.models import Job
 from gpudeck.schemas.jobs import QueueInfo, node_counts
 from gpudeck.services import queue
-from gpudeck.services.placement import LiveMemory
+from gpudeck.services.placement import Readings
 from gpudeck.services.queue_plan import Plan, Policy, plan
 
 SUMMARY_KEY = "gpudeck:queue:summary"
@@ -50,7 +50,7 @@ class Summary:
 
 def compute(
     session: Session,
-    live: dict[tuple[str, str], LiveMemory] | None,
+    live: Readings | None,
     *,
     half_life_s: float,
     policy: Policy | None = None,

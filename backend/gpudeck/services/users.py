@@ -162,13 +162,6 @@ def authenticate(session: Session, secret: str) -> Principal | None:
     )
 
 
-def principal_of(user: User, token_id: int | None = None) -> Principal:
-    role: Role = "admin" if user.role == "admin" else "user"
-    return Principal(
-        name=user.name, role=role, user_id=user.id, token_id=token_id, run_code=user.run_code
-    )
-
-
 def ensure_first_admin(session: Session, name: str = "admin") -> IssuedToken | None:
     """On a fresh install (no users at all): an admin and its first token. Else None."""
     session.execute(text("SELECT pg_advisory_xact_lock(hashtext('gpudeck.first_admin'))"))
