@@ -29,15 +29,17 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import forkserver
 from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
 from gpudeck.engine.command import CommandGroup, launch_command
 from gpudeck.engine.contract import CONTRACT_FILE, JobLaunch
+from gpudeck.engine.forkserver_process import ForkServerProcess
 from gpudeck.engine.kinds import get_kind
 from gpudeck.engine.stopping import stop_within
 
@@ -268,7 +270,7 @@ class Launcher:
         try:
             self._warm_ctx.set_forkserver_preload(self._preload)
             os.environ[FORKSERVER_PARENT_ENV] = str(os.getpid())
-            proc = self._warm_ctx.Process(target=_noop)
+            proc = ForkServerProcess(target=_noop)
             proc.start()  # blocks until the forkserver has imported PRELOAD
             proc.join()
         except Exception as exc:
@@ -292,14 +294,15 @@ class Launcher:
         self._settled.wait(timeout_s)
         return self.warm
 
-    def _context(self) -> tuple[Any, bool]:
+    def _process_type(self) -> tuple[Callable[..., BaseProcess], bool]:
+        """The process type ranks start as, and whether that start is warm."""
         if self._warming is not None and not self._settled.is_set():
             self._settled.wait(WARM_WAIT_S)  # already importing: usually faster than cold
         if self._warm.is_set() and _forkserver_alive():
-            return self._warm_ctx, True
+            return ForkServerProcess, True
         log.warning("warm launcher is not running: starting ranks cold and re-warming")
         self.warm_up()
-        return self._cold_ctx, False
+        return self._cold_ctx.Process, False
 
     def launch(self, request: JobLaunch) -> RankGroup | CommandGroup:
         kind = get_kind(request.kind)
@@ -313,7 +316,7 @@ class Launcher:
     def launch_ranks(self, request: JobLaunch) -> RankGroup:
         if request.node_rank > 0 and not request.master_port:
             raise ValueError(f"job {request.job_id}: node rank {request.node_rank} has no port")
-        ctx, warm = self._context()
+        process_type, warm = self._process_type()
         run_dir = Path(request.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         # Listening before any rank starts: a rank that connects before rank 0 hosts the
@@ -328,20 +331,22 @@ class Launcher:
         launch = request.replace(master_port=port, num_threads=threads)
         launch_json = launch.to_json()
         (run_dir / CONTRACT_FILE).write_text(launch_json)
-        reader, writer = ctx.Pipe(duplex=False)
+        reader, writer = mp.Pipe(duplex=False)
         group = RankGroup(launch.job_id, [], 0, port, warm, writer, run_dir)
         try:
             for local_rank in range(launch.local_world_size):
                 store = store_socket if local_rank == 0 else None  # global rank 0 only
                 args = (local_rank, group.pgid, launch_json, reader, store)
-                proc = ctx.Process(
+                proc = process_type(
                     target=_rank_entry,
                     args=args,
                     name=f"gpudeck-job{launch.job_id}-rank{launch.rank(local_rank).rank}",
                 )
                 proc.start()
                 group.processes.append(proc)
-                group.pgid = group.pgid or int(proc.pid)
+                if proc.pid is None:  # start() returns only once the child exists
+                    raise RuntimeError(f"job {launch.job_id}: a rank started without a pid")
+                group.pgid = group.pgid or proc.pid
         except BaseException:
             group.kill()
             group.close()

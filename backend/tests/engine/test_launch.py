@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from multiprocessing import forkserver
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +123,30 @@ def test_warm_ranks_get_the_contract_and_their_own_group(
     assert written == request(tmp_path, 1, {}).replace(
         master_port=group.master_port, num_threads=threads_per_rank(2)
     )
+
+
+def test_a_clean_exit_stays_clean_while_another_thread_reaps_children(
+    launcher: Launcher, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every Process.start() polls all children of the worker (multiprocessing's _cleanup), so
+    another job's start reads a rank's exit status at the moment its supervisor does. With two
+    readers of the forkserver's status pipe, CPython's loser read EOF and the job failed with
+    "rank 0 exited with code 255" (python/cpython#130895)."""
+    group = launcher.launch(request(tmp_path, 3, {}, world=1))
+    assert wait([p.sentinel for p in group.processes], timeout=60)  # exited, status unread
+    read_signed = forkserver.read_signed
+
+    def slow_read_signed(fd: int) -> int:
+        time.sleep(0.2)  # widen the window between "the pipe is readable" and the read
+        return read_signed(fd)
+
+    monkeypatch.setattr(forkserver, "read_signed", slow_read_signed)
+    another_start = threading.Thread(target=multiprocessing.active_children)
+    another_start.start()
+    time.sleep(0.05)
+    assert group.poll() == {0: 0}
+    another_start.join()
+    assert finish(group) == {0: 0}
 
 
 def test_stop_lets_ranks_finish_then_nothing_is_left(launcher: Launcher, tmp_path: Path) -> None:
