@@ -85,12 +85,14 @@ class Job(Base):
     # worker stops it with a final checkpoint and it waits again (services.runs.requeue_job).
     preempt_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     preempted_by_job_id: Mapped[int | None] = mapped_column(BigInteger)
-    requested_devices: Mapped[list[str] | None] = mapped_column(JSONB)
+    # None is SQL NULL, not the JSON value null (JSONB's default), so `IS NULL` finds it and a
+    # reader gets nothing to parse.
+    requested_devices: Mapped[list[str] | None] = mapped_column(JSONB(none_as_null=True))
     # Named devices on several nodes: the node of each of `requested_devices` (None: all are
     # on `node`). A count spread over nodes: `spread_nodes` (at most that many nodes) or
     # `devices_per_node` (exactly that many on each), as submitted; while such a job waits,
     # `node` is only where it would go on an idle cluster: the scheduler sets it at its start.
-    requested_nodes: Mapped[list[str] | None] = mapped_column(JSONB)
+    requested_nodes: Mapped[list[str] | None] = mapped_column(JSONB(none_as_null=True))
     spread_nodes: Mapped[int | None] = mapped_column(Integer)
     devices_per_node: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

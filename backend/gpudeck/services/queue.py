@@ -149,15 +149,12 @@ def plan_device(
     )
 
 
-# The common job's `[]` dependencies and JSON `null` nodes come back as SQL NULL, which the
-# driver need not parse: parsing three JSON values a job took half of a pass over 5,000
-# waiting jobs (bench/scheduler.py submit leaves such a queue).
+# The common job's `[]` dependencies come back as SQL NULL (as its unnamed devices and nodes
+# are stored), which the driver need not parse: parsing three JSON values a job took half of a
+# pass over 5,000 waiting jobs (bench/scheduler.py submit leaves such a queue).
 _NO_DEPENDENCIES_AS_NULL = func.nullif(
     Job.depends_on, literal_column("'[]'::jsonb"), type_=JSONB
 ).label("depends_on")
-_JSON_NULL_AS_NULL = func.nullif(
-    Job.requested_nodes, literal_column("'null'::jsonb"), type_=JSONB
-).label("requested_nodes")
 
 
 # The version Postgres gives every row (the transaction that wrote it, xmin): any update of a
@@ -177,7 +174,7 @@ _WAITING_COLUMNS: tuple[Any, ...] = (
     Job.estimate_bytes_per_device,
     Job.held,
     _NO_DEPENDENCIES_AS_NULL,
-    _JSON_NULL_AS_NULL,
+    Job.requested_nodes,
     Job.spread_nodes,
     Job.devices_per_node,
 )

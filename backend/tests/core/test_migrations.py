@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, inspect, make_url, pool
+from sqlalchemy import create_engine, inspect, make_url, pool, text
 
 import gpudeck.models  # noqa: F401  (registers the tables)
 from gpudeck.core import migrate
@@ -44,3 +44,29 @@ def test_upgrade_matches_the_models_and_downgrade_removes_everything(scratch_dat
         assert set(inspect(conn).get_table_names()) <= {"alembic_version"}
     migrate.upgrade(scratch_database)  # and back up again, from nothing
     engine.dispose()
+
+
+def test_json_nulls_written_before_0011_become_sql_nulls(scratch_database: str) -> None:
+    """A count job's unnamed devices and nodes were stored as the JSON value null, which
+    `IS NULL` does not find; 0011 mends them, and jobs written since store SQL NULL."""
+    migrate.upgrade(scratch_database, "0010")
+    engine = create_engine(scratch_database, poolclass=pool.NullPool)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO jobs (name, kind, config, status, owner, node, world_size,"
+                " progress_step, requested_devices, requested_nodes) VALUES ('a', 'sae', '{}',"
+                " 'queued', 'ada', 'n0', 1, 0, 'null', 'null'), ('b', 'sae', '{}', 'queued',"
+                " 'ada', 'n0', 2, 0, '[\"u0\", \"u1\"]', '[\"n0\", \"n1\"]')"
+            )
+        )
+    migrate.upgrade(scratch_database)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT name, requested_devices IS NULL, requested_nodes IS NULL, requested_nodes"
+                " FROM jobs ORDER BY name"
+            )
+        ).all()
+    engine.dispose()
+    assert [tuple(r) for r in rows] == [("a", True, True, None), ("b", False, False, ["n0", "n1"])]

@@ -199,6 +199,11 @@ def test_a_count_over_nodes_takes_the_fewest_nodes_then_the_best_fit(
     ]
     assert split.node == "alpha" and split.requested_devices is None
     assert (split.spread_nodes, split.devices_per_node) == (None, 2)
+    # Stored as SQL NULL, not the JSON value null: `IS NULL` finds what names no device.
+    unnamed = text(
+        "SELECT requested_devices IS NULL AND requested_nodes IS NULL FROM jobs WHERE id = :id"
+    )
+    assert db.execute(unnamed, {"id": split.id}).scalar_one() is True
 
 
 def test_a_count_over_nodes_is_refused_when_it_does_not_split_or_fit(
