@@ -18,8 +18,9 @@ property tests call it directly. The rules (docs/scheduler.md):
 - Dependencies: a job waits until all it depends on succeeded; if one failed, was cancelled,
   lost or timed out, the job is cancelled with that reason.
 - Preemption: a job that cannot start now may stop running `preemptible` jobs of lower
-  priority on its node (whole jobs, fewest first) when their devices let it start; it then
-  waits for them to stop with a final checkpoint (they are queued again, to resume).
+  priority (whole jobs, fewest first) when their devices let it start: on its node, its named
+  devices, or, for a count spread over nodes, a placement by its own rule; it then waits for
+  them to stop with a final checkpoint (they are queued again, to resume).
 """
 
 from __future__ import annotations
@@ -344,13 +345,20 @@ def _choose_spread(state: _State, job: Waiting, shadow: Set[Key]) -> tuple[list[
     return chosen, why
 
 
-def _spread_now(state: _State, job: Waiting, shadow: Set[Key]) -> tuple[list[Dev], str | None]:
+def _spread_now(
+    state: _State, job: Waiting, shadow: Set[Key], free_keys: Set[Key] | None = None
+) -> tuple[list[Dev], str | None]:
+    """`free_keys`: the devices to place it on, if not those free now (a preemption's)."""
     free: dict[str, list[Dev]] = {}
     fitting: dict[str, list[Dev]] = {}
     for node, devs in state.by_node.items():
-        if state.free_count[node] > 0:
-            free[node] = [d for d in devs if d.key in state.free]
-            fitting[node] = [d for d in free[node] if _fits(d, job.bytes_per_device)]
+        if free_keys is None and state.free_count[node] == 0:
+            continue  # nothing free there: no list to build
+        usable = state.free if free_keys is None else free_keys
+        on_node = [d for d in devs if d.key in usable]
+        if on_node:
+            free[node] = on_node
+            fitting[node] = [d for d in on_node if _fits(d, job.bytes_per_device)]
     for m in job.node_counts or ():
         per = job.world_size // m
         ok = [n for n, devs in fitting.items() if len(devs) >= per]
@@ -435,6 +443,77 @@ def _victims(state: _State, job: Waiting, devs: list[Dev], protected: Set[Key]) 
     return chosen if count >= job.world_size else []
 
 
+def _spread_victims(
+    state: _State, job: Waiting, protected: Set[Key]
+) -> tuple[list[Holding], list[Dev]]:
+    """For a count spread over nodes: the running preemptible jobs of lower priority whose
+    devices, with the free ones, let the job be placed by its own rule (`_spread_now`), and
+    the devices it would take; empty when no such set exists. Whole jobs, chosen as
+    `_victims` does (those already stopping first, then the lowest priority, then the
+    largest), then each one the placement can do without is spared. A device in another
+    job's reservation is never taken."""
+
+    # Found only from which devices are free, held and protected: a refusal holds until a job
+    # of the pass takes devices (then `take` clears it), and a long queue of alike spread jobs
+    # above a preemptible one is one search, not one a job. (One protected set a pass: the
+    # reservation, once there is one.)
+    refused = (
+        "spread victims",
+        job.world_size,
+        job.node_counts,
+        job.bytes_per_device,
+        job.priority,
+        bool(protected),
+    )
+    if refused in state.reasons:
+        return [], []
+
+    def usable(h: Holding) -> set[Key]:
+        return {
+            k
+            for k in h.devices
+            if k in state.devs
+            and state.holder.get(k) == h.id
+            and state.devs[k].online
+            and not state.devs[k].external
+            and k not in protected
+        }
+
+    freed = {
+        h.id: keys
+        for h in state.holdings.values()
+        if h.preemptible
+        and h.priority < job.priority
+        and h.id not in state.claimed
+        and (keys := usable(h))
+    }
+    order = sorted(
+        (state.holdings[i] for i in freed),
+        key=lambda h: (not h.stopping, h.priority, -len(h.devices)),
+    )
+    free_now = {k for k in state.free if k not in protected}
+
+    def place(victims: list[Holding]) -> list[Dev]:
+        keys = free_now.union(*(freed[h.id] for h in victims))
+        return _spread_now(state, job, _EMPTY, keys)[0]
+
+    victims: list[Holding] = []
+    for h in order:
+        victims.append(h)
+        if place(victims):
+            break
+    else:
+        state.reasons[refused] = ""
+        return [], []
+    for h in list(victims[:-1]):  # the last one was needed: without it, no placement
+        fewer = [v for v in victims if v is not h]
+        if place(fewer):
+            victims = fewer
+    chosen = place(victims)
+    keys = {d.key for d in chosen}
+    return [h for h in victims if freed[h.id] & keys], chosen
+
+
 def _claim(
     state: _State, job: Waiting, victims: list[Holding], devs: list[Dev], until: float
 ) -> None:
@@ -504,7 +583,7 @@ def plan(
             not explain
             and shadow is not None
             and state.cannot_start(job)
-            and (spread or job.priority <= state.preemptible_floor)
+            and job.priority <= state.preemptible_floor
         ):
             continue  # cannot start, preempts nobody: the rest would only explain why
         devs = state.candidates(job)
@@ -533,9 +612,11 @@ def plan(
             code, why = "priority", f"priority: its devices are reserved for job {shadow[0]}"
         protected = shadow[2] if shadow is not None else _EMPTY
         victims: list[Holding] = []
-        # A count spread over nodes does not preempt (docs/scheduler.md): it waits.
-        if code == "devices_busy" and job.priority > state.preemptible_floor and not spread:
-            victims = _victims(state, job, devs, protected)
+        if code == "devices_busy" and job.priority > state.preemptible_floor:
+            if spread:
+                victims, devs = _spread_victims(state, job, protected)
+            else:
+                victims = _victims(state, job, devs, protected)
         if victims:
             _claim(state, job, victims, devs, now + job.time_limit_s)
             out.preempts.extend((h.id, job.id) for h in victims if not h.stopping)

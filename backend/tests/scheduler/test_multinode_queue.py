@@ -205,3 +205,28 @@ def test_a_start_that_lost_a_race_reserves_nothing_of_the_job(
     assert queue.start(db, Start(job.id, decided[0].devices)) is False
     db.commit()
     assert placed(db, job.id) == []
+
+
+def test_a_count_over_nodes_preempts_a_lower_preemptible_job_then_starts_on_its_devices(
+    ctx: Context, db: Session, nodes: None
+) -> None:
+    """A plain count on a lab of several nodes (what the dashboard's count sends) is a spread
+    over nodes: it stops a running preemptible job of lower priority when that lets it start,
+    and starts on its devices once it has stopped, while that job waits to resume."""
+    low = submit(db, devices=on(*(("gamma", i) for i in range(4))), preemptible=True, priority=-1)
+    assert runs.claim_job(db, low.id, "gamma") is not None
+    runs.mark_running(db, low.id)
+    db.commit()
+    submit(db, devices=on(("alpha", 0), ("alpha", 1), ("beta", 0), ("beta", 1)))  # not marked
+    job = submit(db, count=4)
+    assert schedule_queue(ctx) == []
+    db.expire_all()
+    stopping = db.get(Job, low.id)
+    assert stopping is not None and stopping.preempted_by_job_id == job.id
+    assert stopping.preempt_requested_at is not None
+    assert infos(ctx, db)[job.id][0] == "preempting"
+    assert runs.requeue_job(db, low.id) is not None  # its worker stopped it
+    db.commit()
+    assert schedule_queue(ctx) == [job.id]
+    assert [n for _, n, _ in placed(db, job.id)] == ["gamma"] * 4
+    assert infos(ctx, db)[low.id][0] == "devices_busy"  # it waits to resume

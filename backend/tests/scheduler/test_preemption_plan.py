@@ -1,5 +1,6 @@
 """Preemption in the pure pass: a waiting job stops running preemptible jobs of lower priority
-when their devices let it start, and only then; the fewest victims; never twice. And the
+when their devices let it start, and only then (on its node, its named devices, or a count
+spread over nodes placed by its own rule); the fewest victims; never twice. And the
 scheduler's deciding-only pass (explain=False) decides exactly what the explained one does."""
 
 from __future__ import annotations
@@ -73,6 +74,60 @@ def test_a_victim_already_stopping_is_not_preempted_again_and_its_devices_stay_c
     assert out.preempts == [] and out.starts == []  # devices 2 and 3 wait for job 9
     assert out.infos[9].reason_code == "preempting"
     assert out.infos[10].reason_code == "devices_busy"
+
+
+def _two_nodes(holders: dict[str, int]) -> list[Dev]:
+    """Nodes `a` and `b` of two devices each; `holders` maps a device ("a0") to its job."""
+    return [Dev(n, f"{n}{i}", i, holder=holders.get(f"{n}{i}")) for n in "ab" for i in range(2)]
+
+
+def _holds(job_id: int, *names: str, priority: int = 0, **flags: bool) -> Holding:
+    keys = tuple((name[0], name) for name in names)
+    return Holding(job_id, "ann", keys, NOW + 3600, priority=priority, **flags)
+
+
+def _spread(job_id: int, world_size: int, node_counts: tuple[int, ...], priority: int) -> Waiting:
+    return _waiting(job_id, world_size, priority, node_counts=node_counts)
+
+
+def test_a_count_spread_over_nodes_preempts_a_lower_preemptible_job() -> None:
+    """A plain count on a lab of several nodes is such a spread (nodes: 1): it stops what
+    lets it start on one node, the node its own rule picks."""
+    devices = _two_nodes({"a0": 1, "a1": 1, "b0": 2})
+    holding = [_holds(1, "a0", "a1", preemptible=True), _holds(2, "b0")]
+    out = plan(devices, holding, [_spread(9, 2, (1,), priority=5)], now=NOW)
+    assert out.preempts == [(1, 9)] and out.starts == []
+    assert out.infos[9].reason_code == "preempting" and "job 1" in out.infos[9].reason
+    assert out.infos[9].expected_start == NOW
+    # Across nodes: 2 x 2 needs node a whole beside the free node b.
+    free_b = _two_nodes({"a0": 1, "a1": 1})
+    across = plan(free_b, holding[:1], [_spread(9, 4, (2,), priority=5)], now=NOW)
+    assert across.preempts == [(1, 9)]
+
+
+def test_a_spread_stops_no_job_its_placement_does_without() -> None:
+    """Job 1 is the cheapest victim, yet freeing it alone places nothing; with job 2 stopped
+    the job fits on node a, where job 1 does not run: job 1 is spared."""
+    devices = _two_nodes({"a0": 2, "b0": 1, "b1": 3})
+    holding = [
+        _holds(1, "b0", priority=-1, preemptible=True),
+        _holds(2, "a0", preemptible=True),
+        _holds(3, "b1"),
+    ]
+    out = plan(devices, holding, [_spread(9, 2, (1,), priority=5)], now=NOW)
+    assert out.preempts == [(2, 9)]
+
+
+def test_a_spread_preempts_no_equal_priority_or_unmarked_job_and_keeps_its_claim() -> None:
+    devices = _two_nodes({"a0": 1, "a1": 1, "b0": 2, "b1": 2})
+    equal = [_holds(1, "a0", "a1", priority=5, preemptible=True), _holds(2, "b0", "b1")]
+    waits = plan(devices, equal, [_spread(9, 2, (1,), priority=5)], now=NOW)
+    assert waits.preempts == [] and waits.infos[9].reason_code == "devices_busy"
+    # Once claimed, the victim's devices are not offered to a lower job of the same pass.
+    claimed = [_holds(1, "a0", "a1", preemptible=True), _holds(2, "b0", "b1")]
+    high, low = _spread(9, 2, (1,), priority=5), _spread(10, 2, (1,), priority=3)
+    out = plan(devices, claimed, [high, low], now=NOW)
+    assert out.preempts == [(1, 9)] and out.infos[10].reason_code == "devices_busy"
 
 
 @st.composite
