@@ -1,6 +1,6 @@
 """The scheduler's figures (issue 13), each beside a baseline measured in the same run.
 
-    .venv/bin/python bench/scheduler.py pass    [--waiting 10000 --across 0.2]  # 64 devs, 8 nodes
+    .venv/bin/python bench/scheduler.py pass    [--waiting 10000 --across 0.2 --preemptible]
     .venv/bin/python bench/scheduler.py trace   [--jobs 800 --seed 1]  # FIFO vs fair vs backfill
     .venv/bin/python bench/scheduler.py snapshot [--waiting 10000]  # the same, read from Postgres
     .venv/bin/python bench/scheduler.py submit  [--clients 200 --seconds 15]
@@ -8,6 +8,8 @@
 
 - pass: the pure scheduling pass (services.queue_plan.plan) over N waiting jobs; baseline: the
   same pass in FIFO order without backfill (the least a queue must do: order and try the head).
+  64 devices on 8 nodes. `--preemptible`: device 0 of each node is held by a preemptible job
+  of priority -1, so every waiting job above it looks for victims (none lets it start).
   `--across F`: that share of the jobs span nodes (half named devices on two nodes, half a
   count spread over nodes: `nodes` 2 or `devices_per_node` 4).
 - snapshot: the pass as the scheduler runs it, the queue read from Postgres (8 nodes of 8
@@ -89,11 +91,20 @@ def _waiting_job(rng: random.Random, i: int, across: float) -> Waiting:
     return Waiting(world_size=size, node_counts=counts, **common)
 
 
-def bench_pass(waiting_n: int, repeats: int, across: float = 0.0) -> None:
+def bench_pass(
+    waiting_n: int, repeats: int, across: float = 0.0, preemptible: bool = False
+) -> None:
     rng = random.Random(3)
     busy = {(d.node, d.uuid): 1 for d in devices()}  # every device held: all wait
+    if preemptible:
+        busy.update({(f"n{n}", f"n{n}-0"): 100 + n for n in range(NODES)})
     cluster = devices(busy)
-    holding = [Holding(1, "u0", tuple(busy), 5000.0)]
+    holding = [Holding(1, "u0", tuple(k for k, j in busy.items() if j == 1), 5000.0)]
+    holding += [
+        Holding(j, "u9", (k,), 5000.0, priority=-1, preemptible=True)
+        for k, j in busy.items()
+        if j != 1
+    ]
     waiting = [_waiting_job(rng, i, across) for i in range(waiting_n)]
     usage = {f"u{i}": rng.random() * 1e5 for i in range(8)}
 
@@ -127,6 +138,7 @@ def bench_pass(waiting_n: int, repeats: int, across: float = 0.0) -> None:
     print(
         f"one pass, {waiting_n} waiting jobs ({across:.0%} across nodes), "
         f"{NODES * PER_NODE} devices on {NODES} nodes"
+        + (f", {NODES} held by preemptible jobs" if preemptible else "")
     )
     for name, values in times.items():
         med = statistics.median(values)
@@ -535,6 +547,7 @@ def main() -> None:
     p.add_argument("--waiting", type=int, default=10_000)
     p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--across", type=float, default=0.0, help="share of jobs across nodes")
+    p.add_argument("--preemptible", action="store_true", help="a preemptible job on each node")
     t = sub.add_parser("trace")
     t.add_argument("--jobs", type=int, default=800)
     t.add_argument("--seed", type=int, default=1)
@@ -549,7 +562,7 @@ def main() -> None:
     w.add_argument("--runs", type=int, default=12)
     args = parser.parse_args()
     if args.what == "pass":
-        bench_pass(args.waiting, args.repeats, args.across)
+        bench_pass(args.waiting, args.repeats, args.across, args.preemptible)
     elif args.what == "trace":
         bench_trace(args.jobs, args.seed)
     elif args.what == "snapshot":

@@ -407,7 +407,28 @@ def _quota_delays(
 def _victims(state: _State, job: Waiting, devs: list[Dev], protected: Set[Key]) -> list[Holding]:
     """The running preemptible jobs of lower priority whose devices let `job` start (jobs
     already being stopped first, then the lowest priority, then the largest: fewest victims);
-    empty when no such set exists. A device in another job's reservation is never taken."""
+    empty when no such set exists. A device in another job's reservation is never taken.
+    A refusal is cached as `_spread_victims` caches its own."""
+    refused = (
+        "victims",
+        job.node,
+        job.wanted,
+        job.world_size,
+        job.bytes_per_device,
+        job.priority,
+        bool(protected),
+    )
+    if refused in state.reasons:
+        return []
+    found = _find_victims(state, job, devs, protected)
+    if not found:
+        state.reasons[refused] = ""
+    return found
+
+
+def _find_victims(
+    state: _State, job: Waiting, devs: list[Dev], protected: Set[Key]
+) -> list[Holding]:
     keys = {d.key for d in devs}
 
     def victim_of(d: Dev) -> Holding | None:
@@ -454,9 +475,9 @@ def _spread_victims(
     job's reservation is never taken."""
 
     # Found only from which devices are free, held and protected: a refusal holds until a job
-    # of the pass takes devices (then `take` clears it), and a long queue of alike spread jobs
-    # above a preemptible one is one search, not one a job. (One protected set a pass: the
-    # reservation, once there is one.)
+    # of the pass takes devices (`take` clears it; a claim only takes devices away), and a
+    # long queue of alike jobs above a preemptible one is one search, not one a job. (One
+    # protected set a pass: the reservation, once there is one.)
     refused = (
         "spread victims",
         job.world_size,
