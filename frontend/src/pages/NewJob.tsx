@@ -44,6 +44,7 @@ export function NewJob() {
   const estimatesMemory = kindInfo.data?.estimates_memory ?? false;
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [count, setCount] = useState(1);
+  const [nodes, setNodes] = useState(1);
   const [strategy, setStrategy] = useState<RecommendStrategy>("packed");
   const submission = useJobSubmission();
   const scheduling = useScheduling();
@@ -72,8 +73,14 @@ export function NewJob() {
   const splitError = batchSplitError(form.config, batchField, worldSize);
   const errors = { ...placement.estimateErrors, ...(splitError ? { [`config.${batchField}`]: splitError } : {}), ...submission.errors };
   const selectedDevices = devices.filter((d) => selected.has(deviceKey(d)));
+  // A count over several nodes (`nodes` in the API): only while no device is ticked, and only
+  // on a lab of several nodes (the picker offers it there alone).
+  const labNodes = new Set(devices.map((d) => d.node)).size;
+  const spreadNodes = selected.size === 0 && labNodes > 1 && nodes > 1 ? nodes : null;
+  const nodesError =
+    spreadNodes !== null && count % spreadNodes !== 0 ? `${count} devices do not split evenly over ${spreadNodes} nodes` : null;
   const canWait = scheduling.body.queue !== false;
-  const blocker = startBlocker({ selected: selectedDevices, taken, canWait, count, ...placement });
+  const blocker = nodesError ?? startBlocker({ selected: selectedDevices, taken, canWait, count, ...placement });
   const selectedFree = selectedDevices.map((d) => d.memory_free_bytes).filter((free): free is number => typeof free === "number");
 
   const onField = (path: string, value: string | boolean) => {
@@ -88,7 +95,7 @@ export function NewJob() {
     submission.submit({
       kind,
       config: form.config,
-      ...(devicesBody.length > 0 ? { devices: devicesBody } : { count }),
+      ...(devicesBody.length > 0 ? { devices: devicesBody } : { count, ...(spreadNodes !== null ? { nodes: spreadNodes } : {}) }),
       ...(name.trim() ? { name: name.trim() } : {}),
       ...scheduling.body,
     });
@@ -145,6 +152,10 @@ export function NewJob() {
             }}
             count={count}
             onCount={setCount}
+            nodes={nodes}
+            onNodes={setNodes}
+            labNodes={labNodes}
+            nodesError={nodesError}
             strategy={strategy}
             onStrategy={setStrategy}
             recommendation={placement.recommendation}
@@ -166,7 +177,7 @@ export function NewJob() {
             </p>
           ))}
           {submission.otherError && <p className="banner error">{submission.otherError}</p>}
-          {blocker && blocker !== placement.recommendation?.message && (
+          {blocker && blocker !== placement.recommendation?.message && blocker !== nodesError && (
             <p className="muted small" data-testid="start-blocked">
               {blocker}
             </p>

@@ -200,6 +200,28 @@ describe("NewJob", () => {
     expect(create?.body).not.toHaveProperty("count");
   });
 
+  it("on a lab of several nodes, spreads a count over at most the nodes asked for, split evenly", async () => {
+    const api = setup(() => json(makeJob({ id: 42 }), 201));
+    await screen.findByLabelText("device count");
+    expect(screen.queryByLabelText("node count")).toBeNull(); // one node: nothing to spread over
+    act(() => telemetrySocket().receive({ type: "sample", samples: [makeSample(0, [makeGpu({ node: "node-b", uuid: "B0" })], "node-b")] }));
+    const nodesField = await screen.findByLabelText("node count");
+    fireEvent.change(screen.getByLabelText("device count"), { target: { value: "3" } });
+    fireEvent.change(nodesField, { target: { value: "2" } });
+    expect(screen.getByTestId("nodes-error")).toHaveTextContent("3 devices do not split evenly over 2 nodes");
+    expect(screen.getByTestId("submit")).toBeDisabled();
+    fireEvent.change(nodesField, { target: { value: "9" } });
+    expect(nodesField).toHaveValue(2); // no more nodes than the lab has
+    fireEvent.change(screen.getByLabelText("device count"), { target: { value: "4" } });
+    expect(screen.queryByTestId("nodes-error")).toBeNull();
+    await waitFor(() => expect(screen.getByTestId("submit")).toBeEnabled());
+    await userEvent.click(screen.getByTestId("submit"));
+    await screen.findByTestId("elsewhere");
+    const create = api.requests.find((r) => r.method === "POST" && r.path === "/api/jobs");
+    expect(create?.body).toMatchObject({ kind: "sae", count: 4, nodes: 2 });
+    expect(create?.body).not.toHaveProperty("devices");
+  });
+
   it("keeps Start disabled, with the API's reason, when no devices can take the job", async () => {
     const api = stubApi({
       "GET /api/kinds/sae": () => json(makeSaeKind()),

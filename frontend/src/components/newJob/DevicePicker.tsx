@@ -9,6 +9,13 @@ interface Props {
   onUseRecommended: (next: Set<string>) => void;
   count: number;
   onCount: (count: number) => void;
+  /** how many nodes a count may spread over (at most), on a lab of several nodes */
+  nodes: number;
+  onNodes: (nodes: number) => void;
+  /** the nodes the devices are on */
+  labNodes: number;
+  /** why `nodes` cannot be, or null */
+  nodesError: string | null;
   strategy: RecommendStrategy;
   onStrategy: (strategy: RecommendStrategy) => void;
   /** the recommendation made for the form as it is now; undefined while one is being made */
@@ -29,12 +36,16 @@ function label(recommended: Recommendation["devices"] | undefined, failed: boole
   return recommended || failed ? "no recommendation" : "recommending…";
 }
 
-/** The "GPUs" card: how many, how to pick, the recommender's pick, and the devices. */
+/**
+ * The "GPUs" card: how many (and, on a lab of several nodes, over at most how many nodes), how
+ * to pick, the recommender's pick, and the devices.
+ */
 export function DevicePicker(props: Props) {
   const { devices, selected, onSelect, count, onCount, strategy, onStrategy, recommendation, recommendationError } = props;
   const recommended = recommendation?.devices;
   // ticked devices are what is submitted, so the count shows their number and cannot disagree
   const ticked = selected.size > 0;
+  const nodeCount = props.labNodes;
   return (
     <section className="card">
       <div className="section-head">
@@ -55,6 +66,21 @@ export function DevicePicker(props: Props) {
             aria-label="device count"
           />
         </label>
+        {!ticked && nodeCount > 1 && (
+          <label title="the count splits evenly over the fewest nodes with room, up to this many">
+            on at most{" "}
+            <input
+              type="number"
+              min={1}
+              max={nodeCount}
+              value={props.nodes}
+              onChange={(e) => props.onNodes(Math.min(nodeCount, Math.max(1, Number(e.target.value) || 1)))}
+              className="narrow"
+              aria-label="node count"
+            />{" "}
+            nodes
+          </label>
+        )}
         {ticked && (
           <button type="button" className="link-button small" onClick={() => onSelect(new Set())} data-testid="clear-selection">
             clear selection
@@ -75,6 +101,11 @@ export function DevicePicker(props: Props) {
           {label(recommended, props.recommendationUnavailable)}
         </button>
       </div>
+      {props.nodesError && !ticked && (
+        <p className="field-error" data-testid="nodes-error">
+          {props.nodesError}
+        </p>
+      )}
       {recommendationError && <p className="field-error">No recommendation: {recommendationError}</p>}
       {recommendation && !recommendation.enough && <p className="field-error">{recommendation.message}</p>}
       <GpuSelector
