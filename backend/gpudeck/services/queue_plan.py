@@ -407,28 +407,7 @@ def _quota_delays(
 def _victims(state: _State, job: Waiting, devs: list[Dev], protected: Set[Key]) -> list[Holding]:
     """The running preemptible jobs of lower priority whose devices let `job` start (jobs
     already being stopped first, then the lowest priority, then the largest: fewest victims);
-    empty when no such set exists. A device in another job's reservation is never taken.
-    A refusal is cached as `_spread_victims` caches its own."""
-    refused = (
-        "victims",
-        job.node,
-        job.wanted,
-        job.world_size,
-        job.bytes_per_device,
-        job.priority,
-        bool(protected),
-    )
-    if refused in state.reasons:
-        return []
-    found = _find_victims(state, job, devs, protected)
-    if not found:
-        state.reasons[refused] = ""
-    return found
-
-
-def _find_victims(
-    state: _State, job: Waiting, devs: list[Dev], protected: Set[Key]
-) -> list[Holding]:
+    empty when no such set exists. A device in another job's reservation is never taken."""
     keys = {d.key for d in devs}
 
     def victim_of(d: Dev) -> Holding | None:
@@ -474,21 +453,6 @@ def _spread_victims(
     largest), then each one the placement can do without is spared. A device in another
     job's reservation is never taken."""
 
-    # Found only from which devices are free, held and protected: a refusal holds until a job
-    # of the pass takes devices (`take` clears it; a claim only takes devices away), and a
-    # long queue of alike jobs above a preemptible one is one search, not one a job. (One
-    # protected set a pass: the reservation, once there is one.)
-    refused = (
-        "spread victims",
-        job.world_size,
-        job.node_counts,
-        job.bytes_per_device,
-        job.priority,
-        bool(protected),
-    )
-    if refused in state.reasons:
-        return [], []
-
     def usable(h: Holding) -> set[Key]:
         return {
             k
@@ -524,7 +488,6 @@ def _spread_victims(
         if place(victims):
             break
     else:
-        state.reasons[refused] = ""
         return [], []
     for h in list(victims[:-1]):  # the last one was needed: without it, no placement
         fewer = [v for v in victims if v is not h]
@@ -533,6 +496,38 @@ def _spread_victims(
     chosen = place(victims)
     keys = {d.key for d in chosen}
     return [h for h in victims if freed[h.id] & keys], chosen
+
+
+def _preemption(
+    state: _State, job: Waiting, devs: list[Dev], protected: Set[Key]
+) -> tuple[list[Holding], list[Dev]]:
+    """The victims that let `job` start, and the devices it takes once they stop (`devs`, or a
+    count spread's own placement); no victims when none do.
+
+    Found only from which devices are free, held and protected, so a refusal holds until a job
+    of the pass takes devices (`take` clears it; a claim only takes devices away): a long
+    queue of alike jobs above a preemptible one is one search, not one a job. (One protected
+    set a pass: the reservation, once there is one.)"""
+    spread = job.node_counts is not None
+    refused = (
+        "victims",
+        None if spread else job.node,  # a spread's node is only where it would go, idle
+        job.wanted,
+        job.node_counts,
+        job.world_size,
+        job.bytes_per_device,
+        job.priority,
+        bool(protected),
+    )
+    if refused in state.reasons:
+        return [], devs
+    if spread:
+        victims, devs = _spread_victims(state, job, protected)
+    else:
+        victims = _victims(state, job, devs, protected)
+    if not victims:
+        state.reasons[refused] = ""
+    return victims, devs
 
 
 def _claim(
@@ -634,10 +629,7 @@ def plan(
         protected = shadow[2] if shadow is not None else _EMPTY
         victims: list[Holding] = []
         if code == "devices_busy" and job.priority > state.preemptible_floor:
-            if spread:
-                victims, devs = _spread_victims(state, job, protected)
-            else:
-                victims = _victims(state, job, devs, protected)
+            victims, devs = _preemption(state, job, devs, protected)
         if victims:
             _claim(state, job, victims, devs, now + job.time_limit_s)
             out.preempts.extend((h.id, job.id) for h in victims if not h.stopping)

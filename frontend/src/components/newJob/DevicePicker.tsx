@@ -41,11 +41,10 @@ function label(recommended: Recommendation["devices"] | undefined, failed: boole
  * to pick, the recommender's pick, and the devices.
  */
 export function DevicePicker(props: Props) {
-  const { devices, selected, onSelect, count, onCount, strategy, onStrategy, recommendation, recommendationError } = props;
+  const { devices, selected, onSelect, count, onCount, labNodes, strategy, onStrategy, recommendation, recommendationError } = props;
   const recommended = recommendation?.devices;
   // ticked devices are what is submitted, so the count shows their number and cannot disagree
   const ticked = selected.size > 0;
-  const nodeCount = props.labNodes;
   return (
     <section className="card">
       <div className="section-head">
@@ -66,15 +65,15 @@ export function DevicePicker(props: Props) {
             aria-label="device count"
           />
         </label>
-        {!ticked && nodeCount > 1 && (
+        {!ticked && labNodes > 1 && (
           <label title="the count splits evenly over the fewest nodes with room, up to this many">
             on at most{" "}
             <input
               type="number"
               min={1}
-              max={nodeCount}
+              max={labNodes}
               value={props.nodes}
-              onChange={(e) => props.onNodes(Math.min(nodeCount, Math.max(1, Number(e.target.value) || 1)))}
+              onChange={(e) => props.onNodes(Math.min(labNodes, Math.max(1, Number(e.target.value) || 1)))}
               className="narrow"
               aria-label="node count"
             />{" "}
