@@ -26,12 +26,13 @@ APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
 PYTEST_WORKERS ?= 2
 
 .PHONY: help install run test lint pytest frontend-install frontend-build frontend-test \
-        frontend-e2e openapi system-deps saelens bench clean
+        frontend-e2e openapi system-deps saelens bench gpu-check clean
 
 help:
 	@echo "make run    start GPUDeck (API, worker, sampler, dashboard; embedded Postgres/Redis if none configured)"
 	@echo "make test   lint, type-check and run every test (backend, frontend, browser)"
 	@echo "make bench  run the benchmark scripts in bench/"
+	@echo "make gpu-check  on a GPU machine: measure every GPU path into docs/benchmarks-gpu.md"
 
 $(INSTALLED): backend/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -106,6 +107,12 @@ test: lint pytest frontend-test frontend-e2e
 
 bench: $(INSTALLED)
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script; done
+
+# GPU truth: on a machine with NVIDIA GPUs (a CUDA torch: TORCH_SPEC above), every GPU path is
+# measured into docs/benchmarks-gpu.md; without one it says so and exits 0.
+# GPU_CHECK_DRY_RUN=1 runs every section on CPU (tests/bench/test_gpu_check.py does, in `make test`).
+gpu-check: $(INSTALLED)
+	cd backend && ../$(BIN)/python ../bench/gpu_check.py $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf $(VENV) $(SAELENS_VENV) frontend/node_modules frontend/dist

@@ -1,9 +1,11 @@
-"""Shared by the bench scripts: a fresh database, simulated devices, a token and a real
-`gpudeck api` process. Not a benchmark itself."""
+"""Shared by the bench scripts: a fresh database, this node's devices (simulated, or the real
+ones through NVML), a token, a real `gpudeck api` process and, for those that run jobs, a real
+`gpudeck worker`. Not a benchmark itself."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -11,8 +13,9 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import httpx
 import psycopg
@@ -24,9 +27,10 @@ from gpudeck.core.db import make_engine, make_sessionmaker, transaction
 from gpudeck.core.embedded import EmbeddedServices
 from gpudeck.services import users
 from gpudeck.services.inventory import upsert_inventory
-from gpudeck.telemetry.simulated import simulated_inventory
+from gpudeck.telemetry.inventory import local_inventory
 
 NODE = "bench"
+DeviceProvider = Literal["simulated", "nvml"]
 BENCH_DB = "gpudeck_bench"
 
 
@@ -36,6 +40,7 @@ class BenchServer:
     token: str
     database_url: str
     redis_url: str
+    env: dict[str, str] = field(default_factory=dict)  # the api's: a worker beside it shares it
 
     @property
     def headers(self) -> dict[str, str]:
@@ -67,14 +72,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _prepare(database_url: str, devices: str) -> str:
+def _prepare(database_url: str, devices: str, device_provider: DeviceProvider = "simulated") -> str:
     engine = make_engine(database_url, pool_size=1)
     with engine.begin() as conn:
         conn.execute(text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
     migrate.upgrade(database_url)
-    spec = Settings(simulated_devices=devices).simulated
+    # The inventory as the worker's node registers it: simulated devices, or NVML's real ones.
+    node = Settings(device_provider=device_provider, simulated_devices=devices, node_name=NODE)
+    source, inventory = local_inventory(node)
     with transaction(make_sessionmaker(engine)) as session:
-        upsert_inventory(session, NODE, "simulated", simulated_inventory(spec, NODE))
+        upsert_inventory(session, NODE, source, inventory)
         admin = users.create_user(session, "bench", "admin")
         token = users.issue_token(session, admin, "bench").secret
     engine.dispose()
@@ -83,8 +90,12 @@ def _prepare(database_url: str, devices: str) -> str:
 
 @contextmanager
 def bench_server(
-    devices: str = "8x80GiB", extra_env: dict[str, str] | None = None, workers: int = 1
+    devices: str = "8x80GiB",
+    extra_env: dict[str, str] | None = None,
+    workers: int = 1,
+    device_provider: DeviceProvider = "simulated",
 ) -> Iterator[BenchServer]:
+    """`devices` is the simulated set (ignored when `device_provider` is "nvml")."""
     embedded = EmbeddedServices(Path(tempfile.mkdtemp(prefix="gpudeck-bench-")))
     try:
         database_url = os.environ.get("GPUDECK_BENCH_DATABASE_URL") or _local_database()
@@ -92,7 +103,7 @@ def bench_server(
         redis_url = os.environ.get("GPUDECK_BENCH_REDIS_URL") or (
             "redis://127.0.0.1:6379/7" if _redis_reachable() else embedded.start_redis()
         )
-        token = _prepare(database_url, devices)
+        token = _prepare(database_url, devices, device_provider)
         port = _free_port()
         env = {
             **os.environ,
@@ -102,6 +113,8 @@ def bench_server(
             "GPUDECK_NODE_NAME": NODE,
             "GPUDECK_LOG_LEVEL": "warning",
             "GPUDECK_DATA_DIR": str(embedded.data_dir / "data"),
+            "GPUDECK_DEVICE_PROVIDER": device_provider,
+            "GPUDECK_SIMULATED_DEVICES": devices,
             **(extra_env or {}),
         }
         process = subprocess.Popen(
@@ -110,7 +123,7 @@ def bench_server(
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_healthy(url, process)
-            yield BenchServer(url, token, database_url, redis_url)
+            yield BenchServer(url, token, database_url, redis_url, env)
         finally:
             process.terminate()
             process.wait(timeout=30)
@@ -130,6 +143,46 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes]) -> None:
             pass
         time.sleep(0.1)
     raise RuntimeError("gpudeck api did not become healthy")
+
+
+@contextmanager
+def bench_worker(
+    server: BenchServer,
+    log_path: Path,
+    extra_env: dict[str, str] | None = None,
+    ready: tuple[str, ...] = ("warm launcher ready", " ready."),
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A real `gpudeck worker` (warm forkserver) with the server's environment, once its log
+    shows every line of `ready`; stopped with every process it started."""
+    env = {**server.env, "GPUDECK_LOG_LEVEL": "info", **(extra_env or {})}
+    with log_path.open("wb") as out:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "gpudeck", "worker"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        _wait_worker(log_path, worker, ready)
+        yield worker
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(60)
+
+
+def _wait_worker(
+    log_path: Path, proc: subprocess.Popen[bytes], ready: tuple[str, ...], timeout_s: float = 300
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        log = log_path.read_text(errors="replace")
+        if all(line in log for line in ready):
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"gpudeck worker exited:\n{log[-3000:]}")
+        time.sleep(0.2)
+    raise RuntimeError("gpudeck worker did not become ready")
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -18,17 +18,14 @@ import gc
 import json
 import os
 import re
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 import redis
-from _server import bench_server, percentile
+from _server import bench_server, bench_worker, percentile
 
 CONFIG = {
     "d_in": 64,
@@ -39,18 +36,6 @@ CONFIG = {
     "checkpoint_interval": 1000,
     "dataset": {"type": "synthetic", "num_features": 128, "num_samples": 100_000},
 }
-
-
-def _wait_worker(log_path: Path, proc: subprocess.Popen[bytes], timeout_s: float = 300) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        text = log_path.read_text(errors="replace")
-        if "warm launcher ready" in text and " ready." in text:
-            return
-        if proc.poll() is not None:
-            raise RuntimeError(f"gpudeck worker exited:\n{text[-3000:]}")
-        time.sleep(0.2)
-    raise RuntimeError("gpudeck worker did not become ready")
 
 
 def _first_step_at(client: redis.Redis, job_id: int, after: float, timeout_s: float = 120) -> float:
@@ -78,14 +63,15 @@ def _wait_done(http: httpx.Client, job_id: int) -> str:
 
 
 def measure_gpudeck(
-    http: httpx.Client, client: redis.Redis, runs: int, data_dir: Path
+    http: httpx.Client, client: redis.Redis, runs: int, data_dir: Path, ranks: int = 2
 ) -> list[float]:
+    """POST -> rank 0's first step of `runs` jobs, one after the other, on devices 0..ranks-1."""
     latencies = []
     for _ in range(runs):
         body = {
             "kind": "sae",
             "config": CONFIG,
-            "devices": [{"index": 0}, {"index": 1}],
+            "devices": [{"index": i} for i in range(ranks)],
         }
         started = time.time()
         response = http.post("/api/jobs", json=body)
@@ -99,7 +85,8 @@ def measure_gpudeck(
         print(
             f"job {job_id}: POST -> ranks forked {launched['launched_at'] - started:.3f} s, "
             f"-> first step {first_step - started:.3f} s (warm: {launched['warm']}; "
-            f"process group joined in {_join_s(run_dir)})"
+            f"process group joined in {_join_s(run_dir)})",
+            flush=True,
         )
         if status != "succeeded":
             raise RuntimeError(f"job {job_id} {status}")
@@ -115,7 +102,7 @@ def _join_s(run_dir: Path) -> str:
     return "/".join(found) + " s"
 
 
-def _baseline_rank(rank: int, port: int, out: str) -> None:
+def _baseline_rank(rank: int, port: int, out: str, ranks: int, backend: str) -> None:
     import torch
     import torch.distributed as dist
 
@@ -124,13 +111,19 @@ def _baseline_rank(rank: int, port: int, out: str) -> None:
     from gpudeck.kinds.sae.train import build_model, wrap_ddp
 
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // 2))
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // ranks))
+    device = torch.device("cpu")
+    if backend == "nccl":  # one GPU per rank, as GPUDeck's ranks have
+        torch.cuda.set_device(rank)
+        device = torch.device("cuda", rank)
+    dist.init_process_group(backend, rank=rank, world_size=ranks)
     config = SaeConfig.model_validate(CONFIG)
-    ddp = wrap_ddp(build_model(config, torch.device("cpu")), config, torch.device("cpu"))
+    ddp = wrap_ddp(build_model(config, device), config, device)
     optimizer = torch.optim.Adam(ddp.parameters(), lr=config.lr)
-    batch = torch.randn(config.batch_size // 2, config.d_in)
+    batch = torch.randn(config.batch_size // ranks, config.d_in, device=device)
     train_step(ddp, optimizer, batch, coefficient=config.sparsity_coefficient)
+    if device.type == "cuda":
+        torch.cuda.synchronize()  # the step is taken when the GPU has run it
     if rank == 0:
         Path(out).write_text(f"{time.time():.6f}")
     # Tear down in step: neither rank may leave while the other still uses the group (rank 0
@@ -142,7 +135,9 @@ def _baseline_rank(rank: int, port: int, out: str) -> None:
     dist.destroy_process_group()
 
 
-def measure_baseline(runs: int) -> list[float]:
+def measure_baseline(runs: int, ranks: int = 2, backend: str = "gloo") -> list[float]:
+    """Cold torch.multiprocessing.spawn of `ranks` ranks -> rank 0's first step ("nccl": on
+    GPUs 0..ranks-1)."""
     import torch.multiprocessing as tmp
 
     from gpudeck.engine.launch import free_port
@@ -151,16 +146,20 @@ def measure_baseline(runs: int) -> list[float]:
     for _ in range(runs):
         out = tempfile.mktemp(prefix="gpudeck-bench-")
         started = time.time()
-        # join=True: spawn returns once both ranks exited, and raises if either failed.
+        # join=True: spawn returns once every rank exited, and raises if one failed.
         tmp.spawn(
             _baseline_rank,
-            args=(free_port(), out),
-            nprocs=2,
+            args=(free_port(), out, ranks, backend),
+            nprocs=ranks,
             join=True,
             start_method="spawn",
         )
         latencies.append(float(Path(out).read_text()) - started)
         os.unlink(out)
+        print(
+            f"cold spawn of {ranks} {backend} ranks -> first step {latencies[-1]:.3f} s",
+            flush=True,
+        )
     return latencies
 
 
@@ -171,32 +170,13 @@ def main() -> None:
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="gpudeck-bench-data-"))
     extra = {"GPUDECK_DATA_DIR": str(data_dir), "GPUDECK_AUTH": "on"}
-    with bench_server(devices="4x80GiB", extra_env=extra) as server:
-        env = {
-            **os.environ,
-            **extra,
-            "GPUDECK_DATABASE_URL": server.database_url,
-            "GPUDECK_REDIS_URL": server.redis_url,
-            "GPUDECK_NODE_NAME": "bench",
-            "GPUDECK_LOG_LEVEL": "info",
-        }
-        log_path = data_dir / "worker.log"
-        with log_path.open("wb") as out:
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "gpudeck", "worker"],
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-            _wait_worker(log_path, worker)
-            client = redis.Redis.from_url(server.redis_url, decode_responses=True)
-            with httpx.Client(base_url=server.url, headers=server.headers, timeout=60) as http:
-                ours = measure_gpudeck(http, client, args.runs, data_dir)
-        finally:
-            os.killpg(worker.pid, signal.SIGTERM)
-            worker.wait(60)
+    with (
+        bench_server(devices="4x80GiB", extra_env=extra) as server,
+        bench_worker(server, data_dir / "worker.log"),
+        httpx.Client(base_url=server.url, headers=server.headers, timeout=60) as http,
+    ):
+        client = redis.Redis.from_url(server.redis_url, decode_responses=True)
+        ours = measure_gpudeck(http, client, args.runs, data_dir)
     baseline = measure_baseline(args.baseline_runs)
     _report(ours, baseline)
 

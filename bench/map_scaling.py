@@ -2,6 +2,9 @@
 
     cd backend && /work/main/.venv/bin/python ../bench/map_scaling.py [--strategy balanced]
 
+`make gpu-check` (bench/gpucheck/map_jobs.py) runs the same functions on CUDA ranks, with a
+larger model (`Shape`) and `device_type="cuda"`.
+
 A random GPT-2 (4 layers, d_model 256, 4 heads) built in a temporary directory; N sequences of
 128 token ids; the hook is block 3's output, all positions. Items/s is N over the map phase
 (the first rank's `map_start` to the last `map_chunk`), so model loading and the final
@@ -20,9 +23,11 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import shutil
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +35,38 @@ import numpy as np
 import torch
 
 from gpudeck.engine import kinds
-from gpudeck.engine.contract import JobLaunch
-from gpudeck.engine.launch import free_port
+from gpudeck.engine.contract import DeviceType, JobLaunch
+from gpudeck.engine.launch import free_port, threads_per_rank
 from gpudeck.engine.rank import run_rank
 
-CONTEXT, LAYERS, WIDTH = 128, 4, 256
+
+@dataclass(frozen=True)
+class Shape:
+    """The random GPT-2 and its token-id sequences; the hook is the last block's output."""
+
+    layers: int = 4
+    width: int = 256  # d_model
+    heads: int = 4
+    context: int = 128  # tokens per sequence
+    vocab: int = 1000
+
+    @property
+    def hook(self) -> str:
+        return f"transformer.h.{self.layers - 1}"
+
+    def describe(self) -> str:
+        return (
+            f"GPT-2 {self.layers} layers, d_model {self.width}, {self.heads} heads, "
+            f"context {self.context}"
+        )
+
+
+CPU_SHAPE = Shape()
+
+
+def rank_threads(device_type: DeviceType, world: int) -> int:
+    """CPU ranks: one thread each (the figure is per core); CUDA ranks: the launcher's split."""
+    return 1 if device_type == "cpu" else threads_per_rank(world)
 
 
 def _timed(phases: dict[str, float], name: str, fn: Any) -> Any:
@@ -80,31 +112,42 @@ def _rank_main(launch_json: str, rank: int) -> None:
     Path(place.launch.run_dir, f"phases{rank}.json").write_text(json.dumps(phases))
 
 
-def _build(data_dir: Path, num: int) -> None:
+def build(data_dir: Path, num: int, shape: Shape = CPU_SHAPE) -> None:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
     config = GPT2Config(
-        n_layer=LAYERS, n_embd=WIDTH, n_head=4, vocab_size=1000, n_positions=CONTEXT,
-        bos_token_id=0, eos_token_id=0,
+        n_layer=shape.layers, n_embd=shape.width, n_head=shape.heads, vocab_size=shape.vocab,
+        n_positions=shape.context, bos_token_id=0, eos_token_id=0,
     )  # fmt: skip
     GPT2LMHeadModel(config).save_pretrained(data_dir / "models" / "gpt2")
     (data_dir / "datasets").mkdir(parents=True)
-    ids = np.random.default_rng(0).integers(0, 1000, size=(num, CONTEXT), dtype=np.int64)
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, shape.vocab, size=(num, shape.context), dtype=np.int64)
     np.save(data_dir / "datasets" / "ids.npy", ids)
 
 
 def run(
-    data_dir: Path, world: int, num: int, strategy: str, chunk: int, batch: int
+    data_dir: Path,
+    world: int,
+    num: int,
+    strategy: str,
+    chunk: int,
+    batch: int,
+    *,
+    shape: Shape = CPU_SHAPE,
+    device_type: DeviceType = "cpu",
 ) -> tuple[float, float, dict[str, float]]:
     """(items/s, items per CPU-second summed over the ranks) of the map phase, and the ranks'
-    mean seconds per phase (compute, write, publish, and `map`: all of run_map)."""
+    mean seconds per phase (compute, write, publish, and `map`: all of run_map). One rank per
+    device, devices 0..world-1 (CUDA: each rank sees only its own, as under the worker). The
+    run's output is removed afterwards."""
     run_dir = Path(tempfile.mkdtemp(dir=data_dir))
     config: dict[str, Any] = {
         "model": "gpt2",
         "input": "ids.npy",
-        "hook": f"transformer.h.{LAYERS - 1}",
-        "context_length": CONTEXT,
+        "hook": shape.hook,
+        "context_length": shape.context,
         "output": f"out-{world}-{run_dir.name}",
         "map": {"strategy": strategy, "chunk_size": chunk, "batch_size": batch},
     }
@@ -115,10 +158,10 @@ def run(
         run_dir=str(run_dir),
         data_dir=str(data_dir),
         checkpoint_dir=str(run_dir / "ckpt"),
-        device_type="cpu",
+        device_type=device_type,
         device_indices=tuple(range(world)),
         master_port=free_port(),
-        num_threads=1,
+        num_threads=rank_threads(device_type, world),
     ).to_json()
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_rank_main, args=(launch, r)) for r in range(world)]
@@ -134,6 +177,7 @@ def run(
     cpu = {e["rank"]: json.loads(e["data"])["cpu_s"] for e in chunks}  # each rank's last
     per_rank = [json.loads((run_dir / f"phases{r}.json").read_text()) for r in range(world)]
     phases = {k: statistics.mean(p.get(k, 0.0) for p in per_rank) for k in PHASES}
+    shutil.rmtree(data_dir / "datasets" / config["output"])  # GBs on a GPU: one run at a time
     return num / (end - start), num / sum(cpu.values()), phases
 
 
@@ -168,19 +212,38 @@ def spin(procs: int, loops: int = 20_000_000) -> float:
     return loops / max(times)
 
 
-def _plain_worker(data_dir: Path, start: int, stop: int, batch: int, go: Any, out: Any) -> None:
-    """The same forward passes as the kind (to the hook, all positions), no engine at all."""
-    torch.set_num_threads(1)
-    from transformers import AutoModelForCausalLM
+def load_plain(
+    data_dir: Path, shape: Shape, device: torch.device, start: int, stop: int
+) -> tuple[Any, Any, torch.Tensor]:
+    """The model as the kind loads it (on `device`), its hooked block, and items [start, stop)."""
+    from gpudeck.kinds.activations.extract import load_model
 
-    model = AutoModelForCausalLM.from_pretrained(data_dir / "models" / "gpt2").eval()
-    model.transformer.h = model.transformer.h[:LAYERS]  # stop after the hooked block, as it does
+    model, _ = load_model(data_dir / "models" / "gpt2", "float32", device)
     ids = torch.from_numpy(np.load(data_dir / "datasets" / "ids.npy")[start:stop])
-    go.wait()
-    began, cpu_began = time.perf_counter(), time.process_time()
+    return model, model.get_submodule(shape.hook), ids
+
+
+def plain_passes(model: Any, module: Any, ids: torch.Tensor, batch: int) -> None:
+    """The kind's forward passes with no engine: to the hook (where the pass stops), every
+    position's row, into host memory; no chunk assembled, nothing written."""
+    from gpudeck.kinds.activations.extract import select_rows
+    from gpudeck.kinds.activations.hooks import capture
+
+    device = next(model.parameters()).device
     with torch.inference_mode():
         for first in range(0, len(ids), batch):
-            model.transformer(input_ids=ids[first : first + batch])
+            inputs = {"input_ids": ids[first : first + batch].to(device)}
+            acts = capture(model, module, "output", inputs)
+            mask = torch.ones(acts.shape[:2], dtype=torch.bool, device=device)
+            select_rows(acts, mask, "all").cpu()
+
+
+def _plain_worker(data_dir: Path, start: int, stop: int, batch: int, go: Any, out: Any) -> None:
+    torch.set_num_threads(1)
+    model, module, ids = load_plain(data_dir, CPU_SHAPE, torch.device("cpu"), start, stop)
+    go.wait()
+    began, cpu_began = time.perf_counter(), time.process_time()
+    plain_passes(model, module, ids, batch)
     out.put((time.perf_counter() - began, time.process_time() - cpu_began))
 
 
@@ -221,7 +284,7 @@ def main() -> None:
     phases: dict[int, list[dict[str, float]]] = {w: [] for w in args.ranks}
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp)
-        _build(data_dir, args.items)
+        build(data_dir, args.items)
         for _ in range(args.repeat):  # interleaved, so a burst of load hits every count alike
             for world in args.ranks:
                 rate, cpu_rate, times = run(data_dir, world, args.items, args.strategy,
@@ -234,7 +297,7 @@ def main() -> None:
                 plain_cpu[world].append(plain_cpu_rate)
                 spins[world].append(spin(world))
     print(
-        f"GPT-2 {LAYERS} layers, d_model {WIDTH}, context {CONTEXT}, {args.items} sequences, "
+        f"{CPU_SHAPE.describe()}, {args.items} sequences, "
         f"chunk {args.chunk}, batch {args.batch}, fp32, cpu, 1 thread per rank, "
         f"{os.cpu_count()} cores, median of {args.repeat} interleaved rounds"
     )

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -28,7 +27,7 @@ import time
 from pathlib import Path
 
 import httpx
-from _server import bench_server
+from _server import bench_server, bench_worker
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "scripts" / "ddp_train.py"
@@ -37,9 +36,9 @@ ARGS = ["--steps", "200", "--report-every", "20"]
 TERMINAL = ("succeeded", "failed", "cancelled", "lost")
 
 
-def plain_torchrun(script: Path, args: list[str], env: dict[str, str]) -> float:
+def plain_torchrun(script: Path, args: list[str], env: dict[str, str], ranks: int = 2) -> float:
     """Seconds from starting torchrun to its exit."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks)]
     command += ["--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:0"]
     started = time.time()
     subprocess.run(
@@ -48,9 +47,12 @@ def plain_torchrun(script: Path, args: list[str], env: dict[str, str]) -> float:
     return time.time() - started
 
 
-def gpudeck_job(http: httpx.Client, config: dict[str, object]) -> tuple[float, float]:
-    """(POST time, seconds from the POST to `succeeded`)."""
-    body = {"kind": "script", "config": config, "devices": [{"index": 0}, {"index": 1}]}
+def gpudeck_job(
+    http: httpx.Client, config: dict[str, object], ranks: int = 2
+) -> tuple[float, float]:
+    """(POST time, seconds from the POST to `succeeded`) of a script job on devices 0..ranks-1."""
+    devices = [{"index": i} for i in range(ranks)]
+    body = {"kind": "script", "config": config, "devices": devices}
     started = time.time()
     response = http.post("/api/jobs", json=body)
     response.raise_for_status()
@@ -63,15 +65,19 @@ def gpudeck_job(http: httpx.Client, config: dict[str, object]) -> tuple[float, f
     return started, time.time() - started
 
 
-def _wait_worker(log_path: Path, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if " ready." in log_path.read_text(errors="replace"):
-            return
-        if proc.poll() is not None:
-            raise RuntimeError(log_path.read_text()[-3000:])
-        time.sleep(0.2)
-    raise RuntimeError("gpudeck worker did not become ready")
+def script_settings(root: Path) -> dict[str, str]:
+    """The server and worker settings that offer script jobs from the code root `root`."""
+    return {
+        "GPUDECK_KIND_MODULES": "gpudeck.kinds.script",
+        "GPUDECK_SCRIPT_CODE_ROOTS": str(root),
+        "GPUDECK_SCRIPT_INTERPRETERS": f"default={sys.executable}",
+        "GPUDECK_SCRIPT_ENV_ALLOWLIST": "FIRST_LINE_FILE",
+    }
+
+
+def example_job(args: list[str]) -> dict[str, object]:
+    """The script job config that runs the example with `args`."""
+    return {"entrypoint": EXAMPLE.name, "args": args, "memory_per_device_bytes": 2**28}
 
 
 def main() -> None:
@@ -82,40 +88,14 @@ def main() -> None:
     shutil.copy(EXAMPLE, root)
     shutil.copy(PROBE, root)
     first_line_file = root / "first_line.txt"
-    script_env = {
-        "GPUDECK_KIND_MODULES": "gpudeck.kinds.script",
-        "GPUDECK_SCRIPT_CODE_ROOTS": str(root),
-        "GPUDECK_SCRIPT_INTERPRETERS": f"default={sys.executable}",
-        "GPUDECK_SCRIPT_ENV_ALLOWLIST": "FIRST_LINE_FILE",
-        "GPUDECK_AUTH": "on",
-    }
+    script_env = {**script_settings(root), "GPUDECK_AUTH": "on"}
     plain_env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "FIRST_LINE_FILE": str(first_line_file)}
-    with bench_server(devices="2x80GiB", extra_env=script_env) as server:
-        env = {
-            **os.environ,
-            **script_env,
-            "GPUDECK_DATABASE_URL": server.database_url,
-            "GPUDECK_REDIS_URL": server.redis_url,
-            "GPUDECK_NODE_NAME": "bench",
-            "GPUDECK_DATA_DIR": str(root / "data"),
-            "GPUDECK_LOG_LEVEL": "info",
-        }
-        log_path = root / "worker.log"
-        with log_path.open("wb") as out:
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "gpudeck", "worker"],
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-            _wait_worker(log_path, worker)
-            with httpx.Client(base_url=server.url, headers=server.headers, timeout=60) as http:
-                figures = measure(http, args.runs, plain_env, first_line_file)
-        finally:
-            os.killpg(worker.pid, signal.SIGTERM)
-            worker.wait(60)
+    with (
+        bench_server(devices="2x80GiB", extra_env=script_env) as server,
+        bench_worker(server, root / "worker.log", {"GPUDECK_DATA_DIR": str(root / "data")}),
+        httpx.Client(base_url=server.url, headers=server.headers, timeout=60) as http,
+    ):
+        figures = measure(http, args.runs, plain_env, first_line_file)
     report(figures)
 
 
@@ -123,7 +103,7 @@ def measure(
     http: httpx.Client, runs: int, plain_env: dict[str, str], first_line_file: Path
 ) -> dict[str, list[float]]:
     figures: dict[str, list[float]] = {k: [] for k in ("plain", "ours", "plain_1st", "ours_1st")}
-    example = {"entrypoint": EXAMPLE.name, "args": ARGS, "memory_per_device_bytes": 2**28}
+    example = example_job(ARGS)
     probe = {
         "entrypoint": PROBE.name,
         "env": {"FIRST_LINE_FILE": str(first_line_file)},

@@ -37,10 +37,10 @@ def _rank_main(launch_json: str, rank: int) -> None:
 
 
 def run_trainer(
-    data_dir: Path, config: dict[str, Any], world: int, job_id: int = 1
+    data_dir: Path, config: dict[str, Any], world: int, job_id: int = 1, device_type: str = "cpu"
 ) -> tuple[Path, float]:
-    """Run the real trainer (spawned rank processes, one thread each); returns its last
-    checkpoint and the wall-clock seconds the ranks took."""
+    """Run the real trainer (spawned rank processes, one thread each, one device each on
+    cuda); returns its last checkpoint and the wall-clock seconds the ranks took."""
     run_dir = Path(tempfile.mkdtemp(dir=data_dir))
     launch = JobLaunch(
         job_id=job_id,
@@ -49,7 +49,7 @@ def run_trainer(
         run_dir=str(run_dir),
         data_dir=str(data_dir),
         checkpoint_dir=str(run_dir / "ckpt"),
-        device_type="cpu",
+        device_type=device_type,  # type: ignore[arg-type]
         device_indices=tuple(range(world)),
         master_port=free_port(),
         num_threads=1,
@@ -74,52 +74,76 @@ def last_metrics(checkpoint: Path) -> dict[str, float]:
     return metrics[-1]  # type: ignore[no-any-return]
 
 
-def trainer_rate(data_dir: Path, world: int, steps: int, **overrides: Any) -> float:
-    """Activations/s the trainer reports over its second half (rank 0's wall clock)."""
+def trainer_rate(
+    data_dir: Path,
+    world: int,
+    steps: int,
+    shape: tuple[int, int, int] = (D_IN, D_SAE, BATCH),
+    device_type: str = "cpu",
+    **overrides: Any,
+) -> float:
+    """Activations/s the trainer reports over its second half (rank 0's wall clock), for
+    (d_in, d_sae, global batch) `shape`."""
     config = {
         "architecture": "standard",
         "l1_coefficient": 1e-3,
         "normalize_activations": "none",  # as the plain loop: raw inputs, b_dec from 0
         "b_dec_init": "zeros",
-        "d_in": D_IN,
-        "d_sae": D_SAE,
-        "batch_size": BATCH,
+        "d_in": shape[0],
+        "d_sae": shape[1],
+        "batch_size": shape[2],
         "steps": steps,
         "metrics_interval": steps // 2,
         "checkpoint_interval": 10**8,
         "dataset": {"type": "file", "path": "acts.npy"},
         **overrides,
     }
-    checkpoint, _ = run_trainer(data_dir, config, world, job_id=world)
+    checkpoint, _ = run_trainer(data_dir, config, world, job_id=world, device_type=device_type)
     return float(last_metrics(checkpoint)["activations_per_s"])
 
 
-def plain_rate(acts: np.ndarray, steps: int, l1_coefficient: float = 1e-3) -> float:
-    """The same math and optimizer as a bare loop in this process, one thread."""
+def plain_rate(
+    acts: np.ndarray,
+    steps: int,
+    l1_coefficient: float = 1e-3,
+    d_sae: int = D_SAE,
+    batch: int = BATCH,
+    device: str = "cpu",
+) -> float:
+    """The same math and optimizer as a bare loop in this process, one thread (on `device`:
+    the rows sit on the device, as a plain loop would put them)."""
     torch.set_num_threads(1)
-    gen = torch.Generator().manual_seed(0)
-    w_dec = torch.randn(D_SAE, D_IN, generator=gen)
+    gen, dev = torch.Generator().manual_seed(0), torch.device(device)
+    rows, d_in = acts.shape
+    w_dec = torch.randn(d_sae, d_in, generator=gen).to(dev)
     w_dec = 0.1 * w_dec / w_dec.norm(dim=1, keepdim=True)
     params = [
         w_dec.T.clone().requires_grad_(),
-        torch.zeros(D_SAE, requires_grad=True),
+        torch.zeros(d_sae, device=dev, requires_grad=True),
         w_dec.requires_grad_(),
-        torch.zeros(D_IN, requires_grad=True),
+        torch.zeros(d_in, device=dev, requires_grad=True),
     ]
     w_enc, b_enc, w_dec, b_dec = params
     optimizer = torch.optim.Adam(params, lr=1e-3)
-    data, start = torch.from_numpy(np.asarray(acts)), 0.0
+    data, start = torch.from_numpy(np.asarray(acts)).to(dev), 0.0
     for step in range(steps):
         if step == steps // 2:
+            _sync(dev)
             start = time.perf_counter()
-        x = data[torch.randint(0, ROWS, (BATCH,), generator=gen)]
+        x = data[torch.randint(0, rows, (batch,), generator=gen).to(dev)]
         f = torch.relu((x - b_dec) @ w_enc + b_enc)
         mse = ((f @ w_dec + b_dec) - x).pow(2).sum(-1).mean()
         l1 = l1_coefficient * (f * w_dec.norm(dim=1)).sum(-1).mean()
         (mse + l1).backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-    return BATCH * (steps - steps // 2) / (time.perf_counter() - start)
+    _sync(dev)
+    return batch * (steps - steps // 2) / (time.perf_counter() - start)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 TOPK = {"d_in": 512, "d_sae": 16384, "batch": 4096, "k": 32}
@@ -134,36 +158,42 @@ TOPK_VARIANTS = {  # name: (architecture, sparse_decoder, sparse_encoder_backwar
 }
 
 
-def topk_step_s(steps: int) -> dict[str, float]:
+def topk_step_s(
+    steps: int, shape: dict[str, int] = TOPK, device: str = "cpu", dtype: str = "float32"
+) -> dict[str, float]:
     """Median seconds per TopK training step (the trainer's train_step, one thread, fp32) of
     each variant, the variants interleaved step by step so that the machine's load changes
     hit them alike; the first step of each is a warm-up. AuxK off (no dead latents), as in
-    SAELens's timed step below."""
+    SAELens's timed step below. On cuda each step is timed to its synchronisation."""
     from gpudeck.kinds.sae.config import SaeConfig
     from gpudeck.kinds.sae.model import train_step
     from gpudeck.kinds.sae.train import build_model
 
     torch.set_num_threads(1)
-    x = torch.randn(TOPK["batch"], TOPK["d_in"], generator=torch.Generator().manual_seed(0))
-    x = x.relu()
+    dev = torch.device(device)
+    x = torch.randn(shape["batch"], shape["d_in"], generator=torch.Generator().manual_seed(0))
     runs = {}
     for name, (architecture, sparse, encoder) in TOPK_VARIANTS.items():
         config = SaeConfig(
-            architecture=architecture,
-            d_in=TOPK["d_in"],
-            d_sae=TOPK["d_sae"],
-            k=TOPK["k"],
-            batch_size=TOPK["batch"],
+            architecture=architecture,  # type: ignore[arg-type]
+            d_in=shape["d_in"],
+            d_sae=shape["d_sae"],
+            k=shape["k"],
+            batch_size=shape["batch"],
             sparse_decoder=sparse,
+            dtype=dtype,  # type: ignore[arg-type]
         )
-        model = build_model(config, torch.device("cpu"))
+        model = build_model(config, dev)
         model.sparse_encoder_backward = encoder  # type: ignore[attr-defined]
         runs[name] = (model, torch.optim.Adam(model.parameters(), lr=1e-4))
+    x = x.relu().to(dev).to(model.W_enc.dtype)
     times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(steps + 1):
         for name, (model, optimizer) in runs.items():
+            _sync(dev)
             start = time.perf_counter()
             train_step(model, optimizer, x, coefficient=0.0)
+            _sync(dev)
             times[name].append(time.perf_counter() - start)
     return {name: float(np.median(t[1:])) for name, t in times.items()}
 

@@ -187,7 +187,8 @@ class SaeConfig(BaseModel):
         default=True,
         description=(
             "topk, batchtopk: decode by gathering the active decoder rows and give gradient "
-            "only to the active latents, instead of dense matmuls (same result, faster)"
+            "only to the active latents, instead of dense matmuls (same result, faster); "
+            "float32 only: bfloat16 decodes densely"
         ),
     )
     lr: float = Field(default=4e-3, title="learning rate", gt=0, le=10)
@@ -235,6 +236,13 @@ class SaeConfig(BaseModel):
         if self.architecture in ("topk", "batchtopk") and self.k > self.d_sae:
             raise ValueError(f"k ({self.k}) must be at most d_sae ({self.d_sae})")
         return self
+
+    @property
+    def sparse_kernels(self) -> bool:
+        """Whether the TopK family runs the sparse decoder: asked for, and in float32. PyTorch
+        has no bfloat16 kernel for embedding_bag's per-sample-weight backward on CUDA, nor for
+        the CSR product on the CPU, so bfloat16 decodes densely (the same result)."""
+        return self.sparse_decoder and self.dtype == "float32"
 
     @property
     def coefficient_name(self) -> str:

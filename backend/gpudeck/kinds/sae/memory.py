@@ -82,7 +82,7 @@ def trace_spec(config: SaeConfig, per_rank_batch: int, device_type: DeviceType) 
         gradient_as_bucket_view=config.ddp.gradient_as_bucket_view,
         architecture=config.architecture,
         k=config.k,
-        sparse_decoder=config.sparse_decoder,
+        sparse_decoder=config.sparse_kernels,
     )
 
 

@@ -13,6 +13,7 @@ and the last good one stays the newest.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,15 @@ PEAK_MEMORY_AFTER_STEPS = 3
 # MIN over ranks finds the earliest; NO_BAD_STEP when every step so far was finite.
 NO_BAD_STEP = 2**62
 _NON_FINITE = ("loss became nan", "loss became inf", "weights became non-finite")
+
+
+# torch 2.13 renamed DDP's broadcast_buffers (deprecated since) to forward_sync_buffers; CUDA
+# builds older than that (the device machine's 2.11) know only the old name.
+_SYNC_BUFFERS = (
+    "forward_sync_buffers"
+    if "forward_sync_buffers" in inspect.signature(DistributedDataParallel.__init__).parameters
+    else "broadcast_buffers"
+)
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -82,13 +92,13 @@ def wrap_ddp(
 ) -> DistributedDataParallel:
     """`init_sync=False` skips the start-up broadcast of rank 0's weights: only a world of one
     (the memory measurement) may skip it."""
+    sync_buffers: dict[str, Any] = {_SYNC_BUFFERS: config.ddp.broadcast_buffers}
     return DistributedDataParallel(
         model,
         device_ids=[device.index or 0] if device.type == "cuda" else None,
         bucket_cap_mb=config.ddp.bucket_cap_mb,
         gradient_as_bucket_view=config.ddp.gradient_as_bucket_view,
-        # The SAE has no buffers; this is the non-deprecated spelling of broadcast_buffers.
-        forward_sync_buffers=config.ddp.broadcast_buffers,
+        **sync_buffers,
         init_sync=init_sync,
     )
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cuda_cases import CPU_AND_CUDA, device_for
 from rankrunner import make_spec, run_ranks, tiny_config
 
 from gpudeck.engine.checkpoint import latest_checkpoint, load_checkpoint
@@ -154,12 +155,15 @@ def test_auxk_revives_dead_latents() -> None:
     assert with_aux <= without // 4, (with_aux, without)
 
 
-def test_sparse_decode_equals_the_dense_matmul_forward_and_backward() -> None:
+@pytest.mark.parametrize("device_name", CPU_AND_CUDA)
+def test_sparse_decode_equals_the_dense_matmul_forward_and_backward(device_name: str) -> None:
+    """float64, so the two must agree to rounding (test_sparse_kernels: the trainer's dtypes)."""
+    device = device_for(device_name)
     gen = torch.Generator().manual_seed(0)
     batch, d_sae, d_in, k = 32, 200, 24, 7
-    w_dec = torch.randn(d_sae, d_in, generator=gen, dtype=torch.float64)
-    pre = torch.randn(batch, d_sae, generator=gen, dtype=torch.float64)
-    grad_out = torch.randn(batch, d_in, generator=gen, dtype=torch.float64)
+    w_dec = torch.randn(d_sae, d_in, generator=gen, dtype=torch.float64).to(device)
+    pre = torch.randn(batch, d_sae, generator=gen, dtype=torch.float64).to(device)
+    grad_out = torch.randn(batch, d_in, generator=gen, dtype=torch.float64).to(device)
 
     def run(sparse: bool) -> tuple[torch.Tensor, ...]:
         w = w_dec.clone().requires_grad_()
@@ -179,13 +183,16 @@ def test_sparse_decode_equals_the_dense_matmul_forward_and_backward() -> None:
         assert torch.allclose(got, want, atol=1e-12, rtol=0)
 
 
+@pytest.mark.parametrize("device_name", CPU_AND_CUDA)
 @pytest.mark.parametrize("architecture", ["topk", "batchtopk"])
-def test_sparse_step_equals_the_dense_one_with_auxk(architecture: str) -> None:
+def test_sparse_step_equals_the_dense_one_with_auxk(architecture: str, device_name: str) -> None:
     """The sparse path (pre-activations without a graph, gradient only into the selected and
     AuxK's entries; BatchTopK's variable count per sample decoded by offsets) gives the dense
     path's loss, every parameter's gradient and BatchTopK's running threshold."""
-    x = torch.randn(64, 24, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    dead = torch.zeros(200, dtype=torch.bool)
+    device = device_for(device_name)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 24, generator=gen, dtype=torch.float64).to(device)
+    dead = torch.zeros(200, dtype=torch.bool, device=device)
     dead[::3] = True
 
     def run(sparse: bool) -> list[torch.Tensor]:
@@ -196,6 +203,7 @@ def test_sparse_step_equals_the_dense_one_with_auxk(architecture: str) -> None:
         with torch.no_grad():  # non-zero biases, so their gradient terms count
             model.b_dec.copy_(x.mean(0))
             model.b_enc.normal_(generator=torch.Generator().manual_seed(2))
+        model.to(device)
         out = model(x, 0.0, dead)
         out.loss.backward()
         assert out.aux_loss > 0

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+import ddp_steps
 import numpy as np
 import pytest
 import torch
+import torch.multiprocessing as torch_mp
+from cuda_cases import device_for
 from rankrunner import make_spec, run_ranks, tiny_config
 
 from gpudeck.engine.checkpoint import latest_checkpoint, load_checkpoint
+from gpudeck.engine.launch import free_port
+
+RANKS_TIMEOUT_S = 120
 
 
 def _final_weights(tmp: Path, config: dict, world: int, **kw: object) -> dict[str, torch.Tensor]:
@@ -77,3 +85,35 @@ def test_resume_at_the_end_of_the_topk_warm_up_continues_the_same_run(
     assert resume_from is not None and resume_from.name == "step_50"
     resumed = _final_weights(tmp_path / "resumed", config, 1, resume_from=str(resume_from))
     assert _max_diff(straight, resumed) <= 1e-6
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [pytest.param("gloo", id="gloo"), pytest.param("nccl", id="nccl", marks=pytest.mark.gpu)],
+)
+def test_ddp_steps_match_one_process_on_the_full_batch(tmp_path: Path, backend: str) -> None:
+    """The trainer's model under DDP (gloo: two CPU ranks; nccl: one rank per GPU), each rank
+    on its share of every batch, ends where one process without DDP ends on whole batches."""
+    device = device_for("cuda" if backend == "nccl" else "cpu")
+    world = torch.cuda.device_count() if backend == "nccl" else 2
+    _run_in_processes(ddp_steps.rank_main, backend, world, tmp_path)
+    for architecture in ddp_steps.ARCHITECTURES:
+        want = ddp_steps.train(ddp_steps.config(architecture), device)
+        for rank in range(world):
+            got = torch.load(tmp_path / f"{architecture}-{rank}.pt")
+            assert _max_diff(got, want) <= 1e-5, (architecture, rank)
+
+
+def _run_in_processes(fn: Callable[..., None], backend: str, world: int, out_dir: Path) -> None:
+    """fn(rank, backend, world, port, out_dir) in `world` new processes; a rank that
+    raises fails the test with its traceback, one that hangs (a collective) after a timeout."""
+    args = (backend, world, free_port(), str(out_dir))
+    context = torch_mp.start_processes(
+        fn, args=args, nprocs=world, join=False, start_method="forkserver"
+    )
+    deadline = time.monotonic() + RANKS_TIMEOUT_S
+    while not context.join(timeout=max(0.0, deadline - time.monotonic())):
+        if time.monotonic() >= deadline:
+            for process in context.processes:
+                process.kill()
+            pytest.fail(f"{backend} ranks did not finish in {RANKS_TIMEOUT_S} s")

@@ -24,7 +24,7 @@ def build_sae(config: SaeConfig) -> Sae:
             d_sae,
             k=config.k,
             aux_k_coefficient=config.aux_k_coefficient,
-            sparse_decoder=config.sparse_decoder,
+            sparse_decoder=config.sparse_kernels,
             dtype=dtype,
         )
     if config.architecture == "batchtopk":
@@ -34,7 +34,7 @@ def build_sae(config: SaeConfig) -> Sae:
             k=config.k,
             aux_k_coefficient=config.aux_k_coefficient,
             threshold_lr=config.batchtopk_threshold_lr,
-            sparse_decoder=config.sparse_decoder,
+            sparse_decoder=config.sparse_kernels,
             dtype=dtype,
         )
     if config.architecture == "jumprelu":

@@ -1,0 +1,146 @@
+"""Section 2: the SAE memory estimate (kinds/sae/memory.estimate_sae) against a real training
+step on the GPU: its step peak against `torch.cuda.max_memory_allocated`, and its whole
+per-device figure (the step plus the CUDA context and NCCL reserve) against what nvidia-smi
+says this process uses. Every architecture, fp32 and bf16, the CPU accuracy test's shapes and
+the 302 M-parameter one. The step is measured as tests/kinds/sae/test_memory_accuracy.py does
+on the device: DDP over a world of one, its first bucket held through step 2 (the worst
+timing, which the estimate must cover).
+
+Dry run: the CPU step, measured by the profiler (tests/kinds/sae/memory_measure.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from gpucheck.rows import Check, Row
+from gpudeck.kinds.sae.config import SaeConfig
+from gpudeck.kinds.sae.memory import estimate_sae, trace_spec
+from gpudeck.kinds.sae.memory_trace import worst_dead_mask
+from gpudeck.kinds.sae.model import train_step
+from gpudeck.kinds.sae.train import build_model, wrap_ddp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "backend" / "tests" / "kinds" / "sae"))
+from memory_measure import allreduce_and_hold, measure
+
+GIB = 1024**3
+TOLERANCE = 0.05
+SHAPES = [(256, 2048, 64), (512, 4096, 4096), (768, 8192, 1024), (2304, 65536, 4096)]
+ARCHITECTURES = ("standard", "topk", "batchtopk", "jumprelu")
+
+
+def cases(check: Check) -> list[SaeConfig]:
+    if check.dry_run:  # CPU: bf16 sparse TopK has no CPU kernel (issue 26); one bf16 case
+        shapes, dtypes = [(64, 256, 32)], ("float32",)
+    else:
+        shapes, dtypes = SHAPES, ("float32", "bfloat16")
+    found = [
+        SaeConfig(architecture=a, d_in=d, d_sae=s, batch_size=b, dtype=t)  # type: ignore[arg-type]
+        for d, s, b in shapes
+        for t in dtypes
+        for a in ARCHITECTURES
+    ]
+    if check.dry_run:
+        found.append(SaeConfig(d_in=64, d_sae=256, batch_size=32, dtype="bfloat16"))
+    return found
+
+
+def run(check: Check) -> Iterator[Row]:
+    # DDP needs a process group; the trainer wraps even a single rank.
+    dist.init_process_group(check.backend, store=dist.HashStore(), rank=0, world_size=1)
+    if not check.dry_run:
+        torch.cuda.set_device(0)
+    for config in cases(check):
+        c = config
+        name = f"{c.architecture} {c.d_in}x{c.d_sae} batch {c.batch_size} {c.dtype}"
+        try:
+            yield _measure_case(check, config, name)
+        except torch.OutOfMemoryError as exc:
+            yield Row(name, f"out of memory: {str(exc)[:120]}", "fits", "FAIL")
+        except NotImplementedError as exc:  # a kernel missing for this dtype/device
+            yield Row(name, f"NotImplementedError: {str(exc)[:160]}", "trains", "FAIL")
+    if check.gpus < 2:
+        yield Row.skipped("world size 2", f"{check.gpus} GPU here: needs 2")
+
+
+def _measure_case(check: Check, config: SaeConfig, name: str) -> Row:
+    estimate = estimate_sae(config, 1, device_type=check.device_type)
+    if check.dry_run:
+        allocated, process = measure(config.model_dump(mode="json"), True), None
+    else:
+        allocated, process = _cuda_step(config)
+    step_error = estimate.peak_step_bytes / allocated - 1
+    figure = (
+        f"step: estimate {estimate.peak_step_bytes / GIB:.3f} GiB, allocator peak "
+        f"{allocated / GIB:.3f} GiB ({step_error:+.1%})"
+    )
+    ok = abs(step_error) <= TOLERANCE
+    data: dict[str, object] = {
+        "estimate_step": estimate.peak_step_bytes,
+        "allocated": allocated,
+        "components": estimate.bytes_by_component(),
+    }
+    if process is not None:
+        device_error = estimate.bytes_per_device / process - 1
+        figure += (
+            f"; per device: estimate {estimate.bytes_per_device / GIB:.3f} GiB, nvidia-smi "
+            f"{process / GIB:.3f} GiB ({device_error:+.1%})"
+        )
+        ok = ok and abs(device_error) <= TOLERANCE
+        data |= {"estimate_device": estimate.bytes_per_device, "nvidia_smi": process}
+    command = "gpudeck.kinds.sae.memory.estimate_sae vs torch.cuda.max_memory_allocated"
+    return Row.judged(name, figure, "within 5 %", ok, command, **data)
+
+
+def _cuda_step(config: SaeConfig) -> tuple[int, int | None]:
+    """The allocator's peak over 3 steps, and nvidia-smi's memory for this process after them
+    (the caching allocator keeps what it reserved, so that is the most it held)."""
+    device = torch.device("cuda", 0)
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(device)
+    model = build_model(config, device)
+    module = wrap_ddp(model, config, device)
+    held: list[torch.Tensor] = []
+    module.register_comm_hook(held, allreduce_and_hold)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    batch = torch.randn(config.batch_size, config.d_in, device=device).to(model.W_enc.dtype)
+    dead = worst_dead_mask(trace_spec(config, config.batch_size, "cuda"))
+    before, step_peaks = torch.cuda.memory_allocated(device), []
+    for step in (1, 2, 3):
+        torch.cuda.reset_peak_memory_stats(device)
+        output = train_step(
+            module,
+            optimizer,
+            batch,
+            coefficient=config.sparsity_coefficient,
+            dead_mask=None if dead is None else dead.to(device),
+        )
+        del output
+        if step == 2:
+            held.clear()
+        torch.cuda.synchronize(device)
+        step_peaks.append(torch.cuda.max_memory_allocated(device))
+    allocated = max(step_peaks)
+    process = _smi_process_bytes(os.getpid())
+    print(f"   before the steps {before:,} B; step peaks {step_peaks}", flush=True)
+    del module, model, optimizer, batch, held
+    torch.cuda.empty_cache()
+    return allocated, process
+
+
+def _smi_process_bytes(pid: int) -> int | None:
+    out = subprocess.run(
+        ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+        capture_output=True, text=True, check=True, timeout=30,
+    ).stdout  # fmt: skip
+    for line in out.splitlines():
+        found, used = (c.strip() for c in line.split(","))
+        if int(found) == pid:
+            return int(float(used)) * 1024**2
+    return None
