@@ -52,10 +52,10 @@ def cases(check: Check) -> list[SaeConfig]:
 
 
 def run(check: Check) -> Iterator[Row]:
-    # DDP needs a process group; the trainer wraps even a single rank.
-    dist.init_process_group(check.backend, store=dist.HashStore(), rank=0, world_size=1)
     if not check.dry_run:
-        torch.cuda.set_device(0)
+        yield from _framework_memory()
+    else:  # DDP needs a process group; the trainer wraps even a single rank.
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     for config in cases(check):
         c = config
         name = f"{c.architecture} {c.d_in}x{c.d_sae} batch {c.batch_size} {c.dtype}"
@@ -67,6 +67,32 @@ def run(check: Check) -> Iterator[Row]:
             yield Row(name, f"NotImplementedError: {str(exc)[:160]}", "trains", "FAIL")
     if check.gpus < 2:
         yield Row.skipped("world size 2", f"{check.gpus} GPU here: needs 2")
+
+
+def _framework_memory() -> Iterator[Row]:
+    """What the estimate's reserve stands for, measured: the CUDA context (nvidia-smi, nothing
+    allocated), NCCL's communicator of a world of one (after its first all-reduce), and the
+    allocator memory cuBLAS keeps for its workspaces (a forward and a backward matmul, which
+    autograd runs on a thread of its own, with a handle and workspace of its own)."""
+    torch.cuda.set_device(0)
+    one = torch.ones(1, device="cuda")
+    torch.cuda.synchronize()
+    context = _smi_process_bytes(os.getpid()) or 0
+    dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
+    dist.all_reduce(one)
+    torch.cuda.synchronize()
+    nccl = (_smi_process_bytes(os.getpid()) or 0) - context
+    a = torch.randn(512, 512, device="cuda", requires_grad=True)
+    before = torch.cuda.memory_allocated()
+    (a @ a).sum().backward()
+    torch.cuda.synchronize()
+    workspace = torch.cuda.memory_allocated() - before - a.numel() * 4  # less a.grad
+    del a, one
+    command = "nvidia-smi --query-compute-apps=pid,used_memory; torch.cuda.memory_allocated"
+    for name, size in (("CUDA context", context), ("NCCL, world of one", nccl),
+                       ("cuBLAS workspaces (allocator)", workspace)):  # fmt: skip
+        goal = "the estimate reserves 0.5 GiB for the context (+0.5 GiB NCCL with > 1 rank)"
+        yield Row(name, f"{size / 1024**2:.0f} MiB", goal, "info", command, {"bytes": size})
 
 
 def _measure_case(check: Check, config: SaeConfig, name: str) -> Row:

@@ -32,7 +32,7 @@ from gpudeck.kinds.sae.model import (
     sparse_decode,
     train_step,
 )
-from gpudeck.kinds.sae.train import build_model
+from gpudeck.kinds.sae.train import build_model, set_topk_warm_up
 
 CASES = [
     pytest.param("cpu", torch.float32, id="cpu-float32"),
@@ -310,9 +310,16 @@ def test_bfloat16_trains_every_architecture(device_name: str, architecture: str)
     )
     assert config.sparse_decoder and not config.sparse_kernels
     model = build_model(config, device)
+    if architecture == "jumprelu":  # its TopK warm-up selects like TopK, densely in bfloat16
+        warm = config.model_copy(update={"topk_warm_up_steps": 10})
+        model = build_model(warm, device)
+        set_topk_warm_up(model, warm, step=0)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     x = _random(BATCH, D_IN, seed=3, device=device, dtype=torch.bfloat16)
+    dead = torch.arange(D_SAE, device=device) % 3 == 0  # AuxK on, for the TopK family
     for _ in range(2):
-        output = train_step(model, optimizer, x, coefficient=config.sparsity_coefficient)
+        output = train_step(
+            model, optimizer, x, coefficient=config.sparsity_coefficient, dead_mask=dead
+        )
         assert torch.isfinite(output.loss), f"{architecture} on {device}: loss {output.loss}"
     assert all(torch.isfinite(p).all() for p in model.parameters())

@@ -74,10 +74,21 @@ class TopKSae(Sae):
 def topk_warm_up_latents(sae: Sae, x: torch.Tensor, k: int) -> tuple[Latents, torch.Tensor]:
     """TopK's sparse selection for another architecture's warm-up (SaeConfig.topk_warm_up_steps):
     (latents, pre-activations computed without a graph)."""
+    if not has_sparse_kernels(sae):  # bfloat16: the same selection, dense
+        hidden_pre = sae.hidden_pre_train(x)
+        top = torch.topk(hidden_pre, k, dim=-1, sorted=False)
+        return Latents(
+            torch.zeros_like(hidden_pre).scatter(1, top.indices, top.values.relu())
+        ), hidden_pre
     hidden_pre = sae.hidden_pre_nograd(x)
     top = torch.topk(hidden_pre, k, dim=-1, sorted=False)
     values = gathered_preact(sae, x, hidden_pre, top.indices)
     return Latents(values.relu(), top.indices), hidden_pre
+
+
+def has_sparse_kernels(sae: Sae) -> bool:
+    """SaeConfig.sparse_kernels for a built model: the sparse kernels exist in float32 only."""
+    return sae.W_enc.dtype == torch.float32
 
 
 def auxk_loss(
@@ -110,5 +121,8 @@ def auxk_loss(
     else:  # the sparse path computed hidden_pre without a graph
         values = gathered_preact(sae, x, hidden_pre, indices)
     values = values * dead_mask[indices].to(hidden_pre.dtype)
-    recons = sparse_decode(values, indices, sae.W_dec)
+    if has_sparse_kernels(sae):
+        recons = sparse_decode(values, indices, sae.W_dec)
+    else:  # bfloat16: SAELens's dense decode of the scattered values
+        recons = torch.zeros_like(hidden_pre).scatter(1, indices, values) @ sae.W_dec
     return coefficient * scale * (recons - residual).pow(2).sum(dim=-1).mean()
