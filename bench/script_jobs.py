@@ -53,9 +53,18 @@ def gpudeck_job(
     """(POST time, seconds from the POST to `succeeded`) of a script job on devices 0..ranks-1."""
     devices = [{"index": i} for i in range(ranks)]
     body = {"kind": "script", "config": config, "devices": devices}
-    started = time.time()
-    response = http.post("/api/jobs", json=body)
-    response.raise_for_status()
+    for _ in range(40):
+        started = time.time()
+        response = http.post("/api/jobs", json=body)
+        # On real GPUs the plain torchrun just before is an external process on the device
+        # until the sampler's process list refreshes (every 5 s): GPUDeck refuses the device
+        # (409) while it looks busy. The clock starts at the POST that is accepted.
+        if response.status_code != 409:
+            break
+        print(f"   409, retrying: {response.text[:200]}", flush=True)
+        time.sleep(0.5)
+    if response.is_error:
+        raise RuntimeError(f"POST /api/jobs: {response.status_code} {response.text[:300]}")
     job_id = response.json()["id"]
     # 10 Hz: faster polling would itself load the two cores the ranks run on.
     while (job := http.get(f"/api/jobs/{job_id}").json())["status"] not in TERMINAL:

@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 from gpucheck.rows import Check, Row
+from gpudeck.engine.contract import CUDA_ALLOC_CONF
 from gpudeck.kinds.sae.config import SaeConfig
 from gpudeck.kinds.sae.memory import estimate_sae, trace_spec
 from gpudeck.kinds.sae.memory_trace import worst_dead_mask
@@ -70,6 +71,8 @@ def run(check: Check) -> Iterator[Row]:
 
 
 def _framework_memory() -> Iterator[Row]:
+    # The allocator as the worker configures ranks (before CUDA's first allocation here).
+    os.environ["PYTORCH_CUDA_ALLOC_CONF"] = CUDA_ALLOC_CONF
     """What the estimate's reserve stands for, measured: the CUDA context (nvidia-smi, nothing
     allocated), NCCL's communicator of a world of one (after its first all-reduce), and the
     allocator memory cuBLAS keeps for its workspaces (a forward and a backward matmul, which

@@ -19,6 +19,13 @@ DeviceType = Literal["cpu", "cuda"]
 CONTRACT_FILE = "contract.json"
 
 
+# Expandable segments: the caching allocator grows one mapping instead of keeping blocks of
+# every size it ever cut, so what the process reserves follows what it allocates. Without it
+# an SAE step on an H200 reserved 17-20 % beyond its allocated peak (docs/benchmarks-gpu.md),
+# memory no estimate could promise to another job.
+CUDA_ALLOC_CONF = "expandable_segments:True"
+
+
 @dataclass(frozen=True)
 class EventsTarget:
     """Where a job's ranks publish events: a Redis stream, or without one the run dir's
@@ -101,9 +108,10 @@ class RankPlace:
         return self.launch.device_indices[self.local_rank]
 
     def environment(self) -> dict[str, str]:
-        """torchrun's variables for this rank, plus the one device it may see."""
+        """torchrun's variables for this rank, plus the one device it may see (and, on CUDA,
+        the allocator setting the memory estimate assumes)."""
         launch = self.launch
-        return {
+        env = {
             "RANK": str(self.rank),
             "LOCAL_RANK": str(self.local_rank),
             "GROUP_RANK": str(launch.node_rank),
@@ -123,3 +131,6 @@ class RankPlace:
             # Simulated devices run on CPU: such a rank must not see any GPU at all.
             "CUDA_VISIBLE_DEVICES": str(self.device_index) if launch.device_type == "cuda" else "",
         }
+        if launch.device_type == "cuda":
+            env["PYTORCH_CUDA_ALLOC_CONF"] = CUDA_ALLOC_CONF
+        return env

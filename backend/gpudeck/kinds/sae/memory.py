@@ -7,11 +7,14 @@ bucket, still referenced by the process group's last all-reduce when the second 
 the buckets): it depends on thread scheduling, so the estimate takes the worst case and adds it.
 Two terms are added from outside the trace, each documented in docs/memory.md:
 
-- cuBLAS workspace: allocated by torch through the caching allocator on the first matmul of a
-  stream, so `torch.cuda.max_memory_allocated` counts it. 32 MiB, the size PyTorch picks on
-  Hopper (sm90, pytorch/pytorch#120925); smaller GPUs use less, so this errs high.
+- cuBLAS workspaces: allocated by torch through the caching allocator on the first matmul of
+  a handle, so `torch.cuda.max_memory_allocated` counts them: 32 MiB each, the size PyTorch
+  picks on Hopper (sm90, pytorch/pytorch#120925), and a step uses two handles (autograd runs
+  the backward on a thread of its own). Measured on an H200: 64 MiB, and the step peak exactly
+  32 MiB above the estimate while it counted one. Smaller GPUs use less, so this errs high.
 - framework reserve: what the process holds outside the caching allocator and NVML still
-  counts (CUDA context and loaded kernels, NCCL's communication buffers). Assumed, see below.
+  counts: the CUDA context with its loaded kernels, and NCCL's communicator, which the trainer
+  creates on one rank too (DDP and the metrics all-reduce). Measured, see below.
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ from gpudeck.kinds.sae.memory_trace import CUDA_BLOCK_BYTES, TraceResult, TraceS
 
 MiB = 1024**2
 CUBLAS_WORKSPACE_BYTES = 32 * MiB
-# CUDA context + lazily loaded kernels of a PyTorch process: 300-600 MiB on recent GPUs with
-# CUDA_MODULE_LOADING=LAZY (PyTorch's default); we take the top of that range.
-CUDA_CONTEXT_BYTES = 512 * MiB
-# NCCL: NCCL_BUFFSIZE (4 MiB) per channel, per peer, for each protocol buffer, plus
-# LL/LL128 buffers; a ring/tree communicator on one node is typically a few hundred MiB.
-NCCL_BYTES = 512 * MiB
+CUBLAS_HANDLES = 2  # the forward's thread and autograd's backward thread
+# CUDA context + lazily loaded kernels of a PyTorch process (CUDA_MODULE_LOADING=LAZY, PyTorch's
+# default): 612 MiB measured on an H200 (driver 580, CUDA 13.0, torch 2.11); `make gpu-check`
+# measures it on each GPU it runs on.
+CUDA_CONTEXT_BYTES = 640 * MiB
+# NCCL: NCCL_BUFFSIZE (4 MiB) per channel, per peer, for each protocol buffer, plus LL/LL128
+# buffers: 558 MiB measured for a world of one on the same H200, after its first all-reduce.
+NCCL_BYTES = 576 * MiB
 TORCH_VERSION = torch.__version__.split("+")[0]
 
 
@@ -94,7 +99,7 @@ def _assemble(
     device_type: DeviceType,
 ) -> MemoryEstimate:
     on_cuda = device_type == "cuda"
-    workspace = CUBLAS_WORKSPACE_BYTES if on_cuda else 0
+    workspace = CUBLAS_HANDLES * CUBLAS_WORKSPACE_BYTES if on_cuda else 0
     reserve = _reserve(world_size, device_type)
     peak_step = r.peak_bytes + r.rebuild_bytes + workspace
     return MemoryEstimate(
@@ -144,12 +149,13 @@ def _added_components(workspace: int, reserve: int) -> list[MemoryComponent]:
         MemoryComponent(
             name="cublas_workspace",
             bytes=workspace,
-            note="cuBLAS workspace of the default stream, Hopper's size; inside the allocator",
+            note="cuBLAS workspaces of the forward and backward threads, Hopper's size; inside "
+            "the allocator",
         ),
         MemoryComponent(
             name="framework_reserve",
             bytes=reserve,
-            note="outside the allocator: CUDA context 512 MiB, NCCL 512 MiB with >1 rank",
+            note="outside the allocator: CUDA context 640 MiB, NCCL 576 MiB (H200: 612 and 558)",
         ),
     ]
 
@@ -157,7 +163,7 @@ def _added_components(workspace: int, reserve: int) -> list[MemoryComponent]:
 def _reserve(world_size: int, device_type: DeviceType) -> int:
     if device_type != "cuda":
         return 0
-    return CUDA_CONTEXT_BYTES + (NCCL_BYTES if world_size > 1 else 0)
+    return CUDA_CONTEXT_BYTES + NCCL_BYTES  # NCCL on one rank too: the trainer all-reduces
 
 
 def _bucket_note(config: SaeConfig) -> str:
