@@ -22,7 +22,14 @@ import torch.distributed as dist
 from gpucheck.rows import Check, Row
 from gpudeck.engine.contract import CUDA_ALLOC_CONF
 from gpudeck.kinds.sae.config import SaeConfig
-from gpudeck.kinds.sae.memory import estimate_sae, trace_spec
+from gpudeck.kinds.sae.memory import (
+    CUBLAS_HANDLES,
+    CUBLAS_WORKSPACE_BYTES,
+    CUDA_CONTEXT_BYTES,
+    NCCL_BYTES,
+    estimate_sae,
+    trace_spec,
+)
 from gpudeck.kinds.sae.memory_trace import worst_dead_mask
 from gpudeck.kinds.sae.model import train_step
 from gpudeck.kinds.sae.train import build_model, wrap_ddp
@@ -30,7 +37,7 @@ from gpudeck.kinds.sae.train import build_model, wrap_ddp
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "backend" / "tests" / "kinds" / "sae"))
 from memory_measure import allreduce_and_hold, measure
 
-GIB = 1024**3
+GIB, MIB = 1024**3, 1024**2
 TOLERANCE = 0.05
 SHAPES = [(256, 2048, 64), (512, 4096, 4096), (768, 8192, 1024), (2304, 65536, 4096)]
 ARCHITECTURES = ("standard", "topk", "batchtopk", "jumprelu")
@@ -94,7 +101,10 @@ def _framework_memory() -> Iterator[Row]:
     command = "nvidia-smi --query-compute-apps=pid,used_memory; torch.cuda.memory_allocated"
     for name, size in (("CUDA context", context), ("NCCL, world of one", nccl),
                        ("cuBLAS workspaces (allocator)", workspace)):  # fmt: skip
-        goal = "the estimate reserves 0.5 GiB for the context (+0.5 GiB NCCL with > 1 rank)"
+        goal = (
+            f"the estimate's terms: context {CUDA_CONTEXT_BYTES // MIB} MiB, NCCL "
+            f"{NCCL_BYTES // MIB} MiB, cuBLAS {CUBLAS_HANDLES * CUBLAS_WORKSPACE_BYTES // MIB} MiB"
+        )
         yield Row(name, f"{size / 1024**2:.0f} MiB", goal, "info", command, {"bytes": size})
 
 

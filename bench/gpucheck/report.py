@@ -25,7 +25,11 @@ def _cell(text: str) -> str:
 
 
 def render_block(
-    machine: Machine, sections: Mapping[str, Sequence[Row]], when: date, load: str
+    machine: Machine,
+    sections: Mapping[str, Sequence[Row]],
+    when: date,
+    load: str,
+    note: str = "",
 ) -> str:
     key = f"{machine.gpus} x {machine.gpu_name}"
     lines = [
@@ -34,6 +38,7 @@ def render_block(
         "",
         f"{machine.describe()}; {load} at the start.",
         "",
+        *([note, ""] if note else []),
     ]
     for title, rows in sections.items():
         lines += [
