@@ -2,8 +2,9 @@
 
 Every rank computes the same plan from the item count and the options, skips chunks already
 written (resume), processes its own chunks (or claims them one by one: `dynamic`) and writes
-each atomically. After a barrier, rank 0 writes the manifest. Ranks beyond the fallback count
-still join the collectives, with no chunk to do.
+each atomically, on a thread of its own while it computes the next (writer.py). After a
+barrier, rank 0 writes the manifest. Ranks beyond the fallback count still join the
+collectives, with no chunk to do.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from gpudeck.engine.map import output, plan
 from gpudeck.engine.map.batch import auto_batch_size
 from gpudeck.engine.map.claim import ClaimQueue
 from gpudeck.engine.map.options import MapOptions
+from gpudeck.engine.map.writer import ChunkWriter
 
 WAIT_TIMEOUT = timedelta(days=7)
 # (start, stop, batch_size) -> the chunk's tensors, rows in input order
@@ -151,32 +153,16 @@ def run_map(
             "rank_chunks": rank_chunks,  # this rank's share of this run (None: dynamic)
         },
     )
-    started, cpu_started, items_done, skipped = time.monotonic(), time.process_time(), 0, 0
-    for index in todo:
-        if ctx.stop_flag.requested:
-            break
-        start, stop = chunks[index]
-        written = output.write_chunk(out_dir, index, process(start, stop, batch))
-        if written:
-            result.chunks_written.append(index)
-        else:
-            skipped += 1
-        items_done += stop - start
-        elapsed = time.monotonic() - started
-        ctx.publish(
-            "map_chunk",
-            {
-                "chunk": index,
-                "written": written,  # False: it existed already (never overwritten)
-                "items": stop - start,
-                "items_done": items_done,
-                "rank_chunks_done": len(result.chunks_written) + skipped,
-                "rank_chunks": rank_chunks,
-                "items_per_s": items_done / elapsed if elapsed > 0 else 0.0,
-                # this rank's CPU seconds: below the wall time, the device or core is shared
-                "cpu_s": time.process_time() - cpu_started,
-            },
-        )
+    progress = _Progress(ctx, result, rank_chunks)
+    with ChunkWriter(out_dir) as writer:
+        for index in todo:
+            if ctx.stop_flag.requested:
+                break
+            start, stop = chunks[index]
+            for chunk, new in writer.write(index, process(start, stop, batch)):
+                progress.chunk_done(chunk, new, items=_size(chunks[chunk]))
+        for chunk, new in writer.finish():
+            progress.chunk_done(chunk, new, items=_size(chunks[chunk]))
     _barrier(group)
     if _any_rank_stopped(ctx, group):
         return result
@@ -186,6 +172,41 @@ def run_map(
         (out_dir / ".claims").unlink(missing_ok=True)
     _barrier(group)
     return result
+
+
+def _size(bounds: tuple[int, int]) -> int:
+    return bounds[1] - bounds[0]
+
+
+class _Progress:
+    """The `map_chunk` event of each chunk once it is written, with this rank's totals."""
+
+    def __init__(self, ctx: TrainContext, result: MapResult, rank_chunks: int | None) -> None:
+        self.ctx, self.result, self.rank_chunks = ctx, result, rank_chunks
+        self.started, self.cpu_started = time.monotonic(), time.process_time()
+        self.items_done, self.skipped = 0, 0
+
+    def chunk_done(self, index: int, written: bool, *, items: int) -> None:
+        if written:
+            self.result.chunks_written.append(index)
+        else:
+            self.skipped += 1
+        self.items_done += items
+        elapsed = time.monotonic() - self.started
+        self.ctx.publish(
+            "map_chunk",
+            {
+                "chunk": index,
+                "written": written,  # False: it existed already (never overwritten)
+                "items": items,
+                "items_done": self.items_done,
+                "rank_chunks_done": len(self.result.chunks_written) + self.skipped,
+                "rank_chunks": self.rank_chunks,
+                "items_per_s": self.items_done / elapsed if elapsed > 0 else 0.0,
+                # this rank's CPU seconds: below the wall time, the device or core is shared
+                "cpu_s": time.process_time() - self.cpu_started,
+            },
+        )
 
 
 def _any_rank_stopped(ctx: TrainContext, group: Any) -> bool:
