@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from gpucheck import two_ranks
 from gpucheck.rows import Check, Row
 from gpudeck.engine.contract import CUDA_ALLOC_CONF
 from gpudeck.kinds.sae.config import SaeConfig
@@ -73,8 +74,7 @@ def run(check: Check) -> Iterator[Row]:
             yield Row(name, f"out of memory: {str(exc)[:120]}", "fits", "FAIL")
         except NotImplementedError as exc:  # a kernel missing for this dtype/device
             yield Row(name, f"NotImplementedError: {str(exc)[:160]}", "trains", "FAIL")
-    if check.gpus < 2:
-        yield Row.skipped("world size 2", f"{check.gpus} GPU here: needs 2")
+    yield from two_ranks.rows(check)
 
 
 def _framework_memory() -> Iterator[Row]:
@@ -137,10 +137,10 @@ def _measure_case(check: Check, config: SaeConfig, name: str) -> Row:
     return Row.judged(name, figure, "within 5 %", ok, command, **data)
 
 
-def _cuda_step(config: SaeConfig) -> tuple[int, int | None]:
-    """The allocator's peak over 3 steps, and nvidia-smi's memory for this process after them
-    (the caching allocator keeps what it reserved, so that is the most it held)."""
-    device = torch.device("cuda", 0)
+def _cuda_step(config: SaeConfig, index: int = 0, batch_size: int = 0) -> tuple[int, int | None]:
+    """The allocator's peak over 3 steps on device `index` (of a batch of `batch_size` rows,
+    default the config's), and nvidia-smi's memory for this process after them."""
+    device = torch.device("cuda", index)
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device)
     model = build_model(config, device)
@@ -148,8 +148,9 @@ def _cuda_step(config: SaeConfig) -> tuple[int, int | None]:
     held: list[torch.Tensor] = []
     module.register_comm_hook(held, allreduce_and_hold)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    batch = torch.randn(config.batch_size, config.d_in, device=device).to(model.W_enc.dtype)
-    dead = worst_dead_mask(trace_spec(config, config.batch_size, "cuda"))
+    rows = batch_size or config.batch_size
+    batch = torch.randn(rows, config.d_in, device=device).to(model.W_enc.dtype)
+    dead = worst_dead_mask(trace_spec(config, rows, "cuda"))
     before, step_peaks = torch.cuda.memory_allocated(device), []
     for step in (1, 2, 3):
         torch.cuda.reset_peak_memory_stats(device)
