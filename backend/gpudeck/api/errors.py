@@ -5,7 +5,12 @@ category is decided here and nowhere else."""
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from gpudeck.services.errors import (
@@ -56,5 +61,29 @@ async def domain_error_handler(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=status, content={"detail": detail})
 
 
+def json_safe(value: Any) -> Any:
+    """`value` as a JSON document can hold it: NaN and the infinities, which Python's JSON
+    parser accepts in a request body, become their names (the error echoes what was sent)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+async def request_validation_handler(_: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's own 422 for a body that fails its schema, rendered so that a non-finite input
+    (`"count": NaN`) is answered 422 naming the field, not 500 from rendering the echo."""
+    assert isinstance(exc, RequestValidationError)
+    detail = [
+        {**error, "msg": error["msg"].removeprefix("Value error, ")}
+        for error in json_safe(jsonable_encoder(exc.errors()))
+    ]
+    return JSONResponse(status_code=422, content={"detail": detail})
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DomainError, domain_error_handler)
+    app.add_exception_handler(RequestValidationError, request_validation_handler)

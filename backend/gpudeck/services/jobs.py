@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,7 +43,12 @@ from gpudeck.services.nodes import NodeFacts, node_facts, refuse_offline
 from gpudeck.services.placement import InsufficientMemory, Readings, short_devices
 from gpudeck.services.queue_plan import Dev, Quota, choose_spread
 from gpudeck.services.recommend import default_safety_margin
-from gpudeck.services.submit_checks import check_host_memory, check_kind_inputs, refuse_nul
+from gpudeck.services.submit_checks import (
+    check_host_memory,
+    check_kind_inputs,
+    refuse_non_finite,
+    refuse_nul,
+)
 from gpudeck.services.users import may_run_code
 
 
@@ -52,8 +58,11 @@ def validate_config(kind_name: str, config: dict[str, Any], world_size: int) -> 
     if kind is None:
         known = ", ".join(sorted(registry()))
         raise InvalidInput([("kind", f"unknown job kind {kind_name!r}; known kinds: {known}")])
+    refuse_non_finite(config, "config")
     try:
-        model = kind.config_model.model_validate(config)
+        # Strict, as JSON: the same rules for every kind, plugins included ("16" is not an
+        # int, true is not a number), whatever the kind's own model_config says.
+        model = kind.config_model.model_validate_json(json.dumps(config), strict=True)
     except ValidationError as exc:
         raise InvalidInput(
             [

@@ -4,6 +4,7 @@ ranks past its memory). Each refusal names the field."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,19 @@ def refuse_nul(value: Any, field: str) -> None:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             refuse_nul(item, f"{field}.{i}")
+
+
+def refuse_non_finite(value: Any, field: str) -> None:
+    """NaN and the infinities are no number a job takes, and JSON (so JSONB) cannot hold them:
+    a 422 naming the field, wherever in the config they sit (a map job's kwargs too)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput([(field, f"must be a finite number, not {value!r}")])
+    if isinstance(value, dict):
+        for key, item in value.items():
+            refuse_non_finite(item, f"{field}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            refuse_non_finite(item, f"{field}.{i}")
 
 
 def check_kind_inputs(kind: JobKind, config: BaseModel, data_dir: Path) -> None:

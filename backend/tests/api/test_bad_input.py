@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -25,7 +26,24 @@ def with_config(**fields: Any) -> tuple[str, str, dict[str, Any]]:
     return post({"kind": "sae", "config": {**SAE, **fields}, "count": 1})
 
 
-CASES: list[tuple[str, tuple[str, str, dict[str, Any]], int, str]] = [
+def raw(body: str) -> tuple[str, str, dict[str, Any]]:
+    """A body as sent: Python's JSON parser takes NaN, Infinity and 1e400 (= inf) in it."""
+    return ("POST", "/api/jobs", {"content": body.encode(), "headers": {"content-type": "application/json"}})
+
+
+def non_finite(field: str, value: str) -> tuple[str, tuple[str, str, dict[str, Any]], int, str]:
+    top = {"kind": "sae", "config": SAE, "count": 1}
+    body = json.dumps({k: v for k, v in top.items() if k != field})[:-1]
+    return (f"{value} as {field}", raw(f'{body}, "{field}": {value}}}'), 422, field)
+
+
+NON_FINITE = [non_finite(f, v) for f in ("count", "priority", "time_limit_s", "nodes") for v in ("NaN", "Infinity", "-Infinity", "1e400")]
+NON_FINITE += [
+    ("NaN in a config float", raw('{"kind": "sae", "count": 1, "config": {"batch_size": 64, "lr": NaN}}'), 422, "config.lr"),
+    ("Infinity deep in a config", raw('{"kind": "sae", "count": 1, "config": {"batch_size": 64, "ddp": {"bucket_cap_mb": Infinity}}}'), 422, "config.ddp.bucket_cap_mb"),
+]
+
+CASES: list[tuple[str, tuple[str, str, dict[str, Any]], int, str]] = [*NON_FINITE,
     ("unknown device index", post({"kind": "sae", "config": SAE, "devices": [{"index": 20}]}), 422, "devices.0"),
     ("unknown device uuid", post({"kind": "sae", "config": SAE, "devices": [{"uuid": "GPU-nope"}]}), 422, "devices.0"),
     ("device listed twice", post({"kind": "sae", "config": SAE, "devices": [{"index": 1}, {"index": 1}]}), 422, "devices.1"),

@@ -12,7 +12,7 @@ _RELATIVE = r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$"  # no leading '/' or '.'; '..' ref
 
 
 class ActivationsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     model: str = Field(
         min_length=1,

@@ -17,7 +17,7 @@ _RELATIVE = r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$"  # no leading '/' or '.'; '..' ref
 
 
 class MapFunctionConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     function: str = Field(
         min_length=3,
