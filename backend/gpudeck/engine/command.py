@@ -112,8 +112,8 @@ class CommandGroup:
             status = self._command_status()
             code = int(status["returncode"])
             rank = 0
+            self.output.flush_logs()  # every rank's last lines, before the job is ended
             if code != 0:
-                self.output.collect()  # the failing rank's last log lines
                 rank = self._record_failure(status)
             self.exit_codes[rank] = code
         return dict(self.exit_codes)

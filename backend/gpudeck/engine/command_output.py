@@ -25,6 +25,8 @@ from typing import Any
 
 COMPLETE_MARKER = ".gpudeck-complete"
 READ_BYTES = 256 * 1024
+# Ends the piece of a line longer than READ_BYTES; the line goes on in the next piece.
+LINE_CUT_MARK = b" [gpudeck: line longer than 256 KiB, cut here; it continues below]\n"
 LOG_TAIL_BYTES = 4000
 _ATTEMPT_RE = re.compile(r"attempt_(\d+)$")
 _STEP_RE = re.compile(r"^step_(\d+)$")
@@ -48,14 +50,35 @@ class CommandFiles:
     rank_offset: int = 0
 
 
-def _whole_lines(path: Path, offset: int) -> bytes:
+def _next_lines(path: Path, offset: int, *, final: bool = False) -> tuple[int, bytes]:
+    """(bytes consumed from `offset`, bytes to copy): the whole lines of the next read. A line
+    longer than a read is cut there, with a marker, so that it never stalls what follows;
+    `final`: the last line is copied even without its newline."""
     try:
         with path.open("rb") as fh:
             fh.seek(offset)
             chunk = fh.read(READ_BYTES)
     except FileNotFoundError:
-        return b""
-    return chunk[: chunk.rfind(b"\n") + 1]
+        return 0, b""
+    end = chunk.rfind(b"\n") + 1
+    if end:
+        return end, chunk[:end]
+    if len(chunk) == READ_BYTES:
+        return len(chunk), chunk + LINE_CUT_MARK
+    if final and chunk:
+        return len(chunk), chunk + b"\n"
+    return 0, b""
+
+
+def _read_whole_lines(path: Path, offset: int) -> tuple[int, bytes]:
+    """(the new offset, the whole lines since `offset`), to the end of what is written."""
+    found: list[bytes] = []
+    while True:
+        consumed, data = _next_lines(path, offset)
+        if not consumed:
+            return offset, b"".join(found)
+        found.append(data)
+        offset += consumed
 
 
 def _finite(value: object) -> bool:
@@ -84,20 +107,29 @@ class CommandOutput:
                     found += [(local, rank_dir / n) for n in ("stdout.log", "stderr.log")]
         return found
 
-    def _copy_rank_logs(self) -> None:
+    def flush_logs(self) -> None:
+        """Once the command has exited: every byte of every rank's output, its last line too
+        when no newline ended it."""
+        self._copy_rank_logs(final=True)
+
+    def _copy_rank_logs(self, *, final: bool = False) -> None:
+        """All the whole lines written since the last call (a rank that prints fast is
+        copied to its end, not a read's worth a check)."""
         for local, path in self._rank_files():
             offset = self._offsets.get(path, 0)
-            lines = _whole_lines(path, offset)
-            if not lines:
-                continue
             rank = self.files.rank_offset + local
             with (self.files.run_dir / f"rank{rank}.log").open("ab") as out:
-                out.write(lines)
-            self._offsets[path] = offset + len(lines)
+                while True:
+                    consumed, data = _next_lines(path, offset, final=final)
+                    if not consumed:
+                        break
+                    out.write(data)
+                    offset += consumed
+            self._offsets[path] = offset
 
     def _metrics(self) -> list[Event]:
-        lines = _whole_lines(self.files.metrics_file, self._metrics_offset)
-        self._metrics_offset += len(lines)
+        metrics_file = self.files.metrics_file
+        self._metrics_offset, lines = _read_whole_lines(metrics_file, self._metrics_offset)
         events: list[Event] = []
         for line in lines.decode(errors="replace").splitlines():
             try:

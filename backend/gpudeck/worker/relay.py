@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 FLUSH_INTERVAL_S = 1.0
 READ_COUNT = 500
 LOG_LINES_PER_PASS = 200
+LOG_READ_BYTES = 256 * 1024  # of each rank log per pass
+LOG_LINE_CHARS = 8192  # of one line in a live log event
 MAX_PENDING_METRICS = 100_000  # about 100 MB at worst; hours of metrics at usual intervals
 WARN_EVERY_S = 30.0
 
@@ -339,11 +341,15 @@ class EventRelay:
             try:
                 with path.open("rb") as fh:
                     fh.seek(offset)
-                    chunk = fh.read(256 * 1024)
+                    chunk = fh.read(LOG_READ_BYTES)
             except FileNotFoundError:
                 continue
             complete = chunk[: chunk.rfind(b"\n") + 1]
-            lines = complete.decode(errors="replace").splitlines()
+            if not complete and len(chunk) == LOG_READ_BYTES:
+                # A line longer than a read: its start goes out marked, and the pass moves
+                # past it instead of waiting for a newline that no read can reach.
+                complete = chunk
+            lines = [_shortened(line) for line in complete.decode(errors="replace").splitlines()]
             try:
                 for line in lines[-LOG_LINES_PER_PASS:]:
                     data = {"message": line, "rank": rank, "source": "output"}
@@ -352,6 +358,13 @@ class EventRelay:
                 self._warn_redis(exc)
                 return
             self._log_offsets[rank] = offset + len(complete)
+
+
+def _shortened(line: str) -> str:
+    """A log event carries at most LOG_LINE_CHARS of a line (the stored log keeps it whole)."""
+    if len(line) <= LOG_LINE_CHARS:
+        return line
+    return f"{line[:LOG_LINE_CHARS]} [gpudeck: {len(line) - LOG_LINE_CHARS} more characters cut]"
 
 
 def _number(value: object) -> bool:

@@ -69,3 +69,23 @@ def test_an_unreachable_database_delays_rows_and_drops_only_above_the_bound(
     nowhere.dispose()
     assert _steps(db, job.id) == list(range(16, 26))
     assert "15 metric rows (steps 1..15) were dropped" in caplog.text
+
+
+def test_a_line_longer_than_a_read_never_stalls_the_live_log(
+    db: Session,
+    devices: str,
+    session_factory: sessionmaker[Session],
+    redis_client: redis.Redis,
+    tmp_path: Path,
+) -> None:
+    job = make_job(db, devices=[0])
+    relay = EventRelay(job.id, redis_client, session_factory, tmp_path, tmp_path, world_size=1)
+    long_line = "z" * (relay_module.LOG_READ_BYTES + 10)
+    (tmp_path / "rank0.log").write_text(f"before\n{long_line}\nafter\n")
+    for _ in range(3):  # one pass used to stop at the long line, and every later one too
+        relay._forward_logs()
+    entries = redis_client.xrange(job_stream(job.id))
+    messages = [json.loads(fields["data"])["message"] for _, fields in entries]
+    assert messages[0] == "before" and messages[-1] == "after"
+    assert all(len(m) < relay_module.LOG_LINE_CHARS + 100 for m in messages)
+    assert any("characters cut" in m for m in messages)
