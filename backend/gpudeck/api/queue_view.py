@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from fastapi import Request
 from sqlalchemy.orm import Session
 
+from gpudeck.api.auth import current_principal
 from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.jobs import JobPublic, QueueInfo
 from gpudeck.services import queue, queue_summary
@@ -26,12 +27,22 @@ def public(session: Session, request: Request, jobs: Sequence[Job]) -> list[JobP
     infos: dict[int, QueueInfo] = {}
     if any(j.status == JobStatus.queued and not j.allocations for j in jobs):
         infos = current_infos(session, request)
+    viewer = current_principal(request)
     out = []
     for job in jobs:
         item = JobPublic.model_validate(job)
         item.queue = infos.get(job.id) if job.status == JobStatus.queued else None
-        out.append(item)
+        out.append(item if viewer.may_manage(job.owner) else cause_only(item))
     return out
+
+
+def cause_only(item: JobPublic) -> JobPublic:
+    """A job as another user sees it: why it ended in one line, not the error's log tail,
+    which holds whatever its ranks printed (a secret included); that is the owner's and the
+    admins', as the logs are."""
+    if item.error is None:
+        return item
+    return item.model_copy(update={"error": item.error_summary})
 
 
 def one(session: Session, request: Request, job: Job) -> JobPublic:
