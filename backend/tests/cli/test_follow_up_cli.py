@@ -15,6 +15,8 @@ EXTRACTION = {"model": "m", "input": "ids.npy", "hook": "transformer.h.0", "outp
 def test_an_sae_on_an_extractions_output_waits_for_it(cli: Cli, cli_settings: Settings) -> None:
     (cli_settings.data_dir / "models" / "m").mkdir(parents=True)
     (cli_settings.data_dir / "models" / "m" / "config.json").write_text('{"hidden_size": 40}')
+    (cli_settings.data_dir / "datasets").mkdir(parents=True, exist_ok=True)
+    (cli_settings.data_dir / "datasets" / "ids.npy").write_bytes(b"")  # checked at submit
     held = cli("submit", "activations", "--config", json.dumps(EXTRACTION), "--hold", "--json")
     assert held.returncode == 0, held.stderr
     source = json.loads(held.stdout)["id"]

@@ -99,6 +99,20 @@ def resolve_under(root: Path, relative: str) -> Path:
     return path
 
 
+def resolve_new_under(root: Path, relative: str) -> Path:
+    """Where an output goes: `relative` inside `root`, which it need not exist yet; the
+    parts that exist are resolved (a symlinked folder is followed) before the check, so an
+    output cannot be written through a link to outside `root`."""
+    rel = Path(relative)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ItemsError(f"path {relative!r} must be relative, without '..'")
+    base = root.resolve()
+    path = (base / rel).resolve()
+    if not path.is_relative_to(base) or path == base:
+        raise ItemsError(f"path {relative!r} escapes {root.name}/")
+    return path
+
+
 def open_items(path: Path, tensor_name: str | None = None) -> Items:
     if path.is_dir():
         return DirItems(path)

@@ -19,4 +19,5 @@ KIND = JobKind(
     summary_metrics=(Series("rows", "activation rows"), Series("items_per_s", "sequences/s")),
     resumes_from="output",
     follow_up="gpudeck.kinds.activations.follow_up:sae_on_output",
+    check_inputs="gpudeck.kinds.activations.checks:check_inputs",
 )

@@ -19,7 +19,13 @@ import torch
 
 from gpudeck.engine.context import TrainContext
 from gpudeck.engine.map import output
-from gpudeck.engine.map.inputs import Items, ItemsError, open_items, resolve_under
+from gpudeck.engine.map.inputs import (
+    Items,
+    ItemsError,
+    open_items,
+    resolve_new_under,
+    resolve_under,
+)
 from gpudeck.engine.map.runner import run_map
 from gpudeck.kinds.activations.config import ActivationsConfig
 from gpudeck.kinds.activations.hooks import capture
@@ -96,7 +102,7 @@ def train(ctx: TrainContext, config: ActivationsConfig) -> None:
     items: Items = open_items(resolve_under(datasets, config.input), config.tensor_name)
     if len(items) == 0:
         raise ItemsError(f"{config.input} holds no items")
-    out_dir = datasets / config.output
+    out_dir = resolve_new_under(datasets, config.output)  # checked at submit, again at use
     model, tokenizer = load_model(model_dir, config.dtype, ctx.device)
     module = model.get_submodule(config.hook)
 

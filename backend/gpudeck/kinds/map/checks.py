@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 
 from gpudeck.core.config import Settings, get_settings
 from gpudeck.engine.kinds import InputError
-from gpudeck.engine.map.inputs import ItemsError, resolve_under
+from gpudeck.engine.map.inputs import ItemsError, resolve_new_under, resolve_under
 from gpudeck.kinds.map.config import MapFunctionConfig
 
 
@@ -60,3 +60,7 @@ def check_inputs(
         resolve_under(data_dir / "datasets", config.input)
     except ItemsError as exc:
         raise InputError("input", str(exc)) from None
+    try:
+        resolve_new_under(data_dir / "datasets", config.output)
+    except ItemsError as exc:
+        raise InputError("output", str(exc)) from None

@@ -25,7 +25,13 @@ import torch
 
 from gpudeck.core.config import get_settings
 from gpudeck.engine.context import TrainContext
-from gpudeck.engine.map.inputs import Items, ItemsError, open_items, resolve_under
+from gpudeck.engine.map.inputs import (
+    Items,
+    ItemsError,
+    open_items,
+    resolve_new_under,
+    resolve_under,
+)
 from gpudeck.engine.map.runner import run_map
 from gpudeck.kinds.map.checks import check_inputs, module_file, resolve_code
 from gpudeck.kinds.map.config import MapFunctionConfig
@@ -118,7 +124,7 @@ def train(ctx: TrainContext, config: MapFunctionConfig) -> None:
         "batch_size": config.map.batch_size,  # a function may depend on its batches
     }
     started = time.monotonic()
-    out_dir = ctx.data_dir / "datasets" / config.output
+    out_dir = resolve_new_under(ctx.data_dir / "datasets", config.output)  # again, at use
     result = run_map(
         ctx, out_dir=out_dir, num_items=len(items), options=config.map, process=process, meta=meta
     )

@@ -35,13 +35,31 @@ def resolve_entrypoint(entrypoint: str, roots: list[Path]) -> tuple[Path, Path]:
     raise InputError("entrypoint", "no such file under the code roots")
 
 
+def resolve_module(module: str, roots: list[Path]) -> tuple[Path, Path]:
+    """(the module's file, its code root): `-m pkg.mod` runs pkg/mod.py, or pkg/mod/__main__.py
+    for a package, found under a code root (symlinks followed before the check). A module that
+    is not there (`timeit`, `cProfile`: the interpreter's own, which run any code they are
+    given) is refused: a script job runs code from the code roots only."""
+    if not roots:
+        raise InputError("module", "no code root is configured on this server")
+    parts = module.split(".")
+    for root in (r.resolve() for r in roots):
+        base = root.joinpath(*parts)
+        for candidate in (base.with_name(base.name + ".py"), base / "__main__.py"):
+            real = candidate.resolve()
+            if real.is_file() and real.is_relative_to(root):
+                return real, root
+    raise InputError(
+        "module", f"no module {module!r} under the code roots (as pkg/mod.py or pkg/__main__.py)"
+    )
+
+
 def code_root(config: ScriptConfig, settings: Settings) -> Path:
-    """The directory the job runs in: the entrypoint's root, or the first root for a module."""
+    """The directory the job runs in: the root holding its entrypoint or its module (so that
+    `-m` finds the module checked here before any other of that name)."""
     if config.entrypoint is not None:
         return resolve_entrypoint(config.entrypoint, settings.code_roots)[1]
-    if not settings.code_roots:
-        raise InputError("module", "no code root is configured on this server")
-    return settings.code_roots[0].resolve()
+    return resolve_module(str(config.module), settings.code_roots)[1]
 
 
 def interpreter(config: ScriptConfig, settings: Settings) -> str:

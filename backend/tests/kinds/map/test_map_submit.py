@@ -48,9 +48,10 @@ def test_only_users_holding_run_code_submit_map_functions(
 
 
 def test_bad_references_and_paths_are_refused_naming_the_field(
-    api: TestClient, db: Session, code_root: Path, tmp_path: Path
+    api: TestClient, db: Session, code_root: Path, tmp_path: Path, settings: Settings
 ) -> None:
     (tmp_path / "elsewhere").mkdir()
+    (settings.data_dir / "datasets" / "linked").symlink_to(tmp_path / "elsewhere")
     (code_root / "out").symlink_to(tmp_path / "elsewhere")
     cases = [
         ({"function": "userfns.affine"}, "function", "module:function"),
@@ -63,6 +64,8 @@ def test_bad_references_and_paths_are_refused_naming_the_field(
         ({"code": str(tmp_path)}, "code", "outside the code roots"),
         ({"map": {"batch_size": "auto"}}, "map.batch_size", "give a number"),
         ({"input": "missing.npy"}, "input", "not found"),
+        # An output through a symlinked folder of datasets/ wrote outside the data directory.
+        ({"output": "linked/y"}, "output", "escapes"),
     ]
     for config, field, reason in cases:
         answer = api.post("/api/jobs", json=body(**config))

@@ -98,6 +98,31 @@ def test_entrypoints_outside_the_code_roots_are_refused(
     assert job_count(db) == 0 and live_allocations(db) == 0
 
 
+def test_modules_run_only_from_the_code_roots(
+    api: TestClient, db: Session, code_root: Path, tmp_path: Path
+) -> None:
+    """`-m timeit` and `-m cProfile /outside/evil.py` ran any code: the interpreter's own
+    modules are not under the code roots, so they are refused, as is a symlink leaving them."""
+    (tmp_path / "evil.py").write_text("print('not yours')\n")
+    (code_root / "escape.py").symlink_to(tmp_path / "evil.py")
+    for module in ["timeit", "cProfile", "runpy", "escape", "missing.mod"]:
+        config = {"entrypoint": None, "module": module, "args": ["-n", "1", "pass"]}
+        answer = api.post("/api/jobs", json=body(**config))
+        assert answer.status_code == 422, (module, answer.text)
+        assert answer.json()["detail"][0]["loc"][1:] == ["config", "module"], module
+        assert "under the code roots" in answer.json()["detail"][0]["msg"], module
+    assert job_count(db) == 0 and live_allocations(db) == 0
+    (code_root / "tools").mkdir()
+    (code_root / "tools" / "__init__.py").write_text("")
+    (code_root / "tools" / "train.py").write_text("print('ok')\n")
+    (code_root / "pkg").mkdir()
+    (code_root / "pkg" / "__main__.py").write_text("print('ok')\n")
+    for module in ["tools.train", "pkg"]:
+        config = {"entrypoint": None, "module": module}
+        answer = api.post("/api/jobs", json=body(**config))
+        assert answer.status_code == 201, (module, answer.text)
+
+
 def test_unknown_interpreters_env_names_and_bad_shapes_are_refused(
     api: TestClient, db: Session
 ) -> None:
