@@ -39,7 +39,7 @@ from gpudeck.core.celery_app import make_celery
 from gpudeck.core.config import Settings, get_settings
 from gpudeck.core.db import API_TIMEOUTS, make_engine, make_sessionmaker
 from gpudeck.core.heap import freeze_startup_objects
-from gpudeck.core.redis import API_TIMEOUT_S, async_client, sync_client
+from gpudeck.core.redis import API_TIMEOUT_S, Breaker, async_client, sync_client
 from gpudeck.engine.kinds import registry
 from gpudeck.services.jobs import estimate_bytes_per_device
 
@@ -97,8 +97,13 @@ def create_app(settings: Settings | None = None, *, freeze_heap: bool = False) -
         app.state.autocommit_sessionmaker = make_sessionmaker(
             engine.execution_options(isolation_level="AUTOCOMMIT")
         )
-        app.state.celery = make_celery(settings)
-        app.state.redis = sync_client(str(settings.redis_url), timeout_s=API_TIMEOUT_S)
+        # One breaker for the Redis client and the broker (the same server): after either
+        # times out, requests skip Redis for a moment instead of each waiting out the stall.
+        app.state.redis_breaker = Breaker()
+        app.state.celery = make_celery(settings, publish_timeout_s=API_TIMEOUT_S)
+        app.state.redis = sync_client(
+            str(settings.redis_url), timeout_s=API_TIMEOUT_S, breaker=app.state.redis_breaker
+        )
         hub = TelemetryHub(
             async_client(str(settings.redis_url), timeout_s=API_TIMEOUT_S, block_s=1.0),
             history_s=settings.telemetry_history_s,

@@ -14,7 +14,10 @@ def node_queue(node: str) -> str:
     return f"gpudeck.node.{node}"
 
 
-def make_celery(settings: Settings) -> Celery:
+def make_celery(settings: Settings, *, publish_timeout_s: float | None = None) -> Celery:
+    """`publish_timeout_s`: the API's bound on sending a task (socket timeouts on the broker
+    connection, no retry): a stalled broker is an error within it, and the outbox sends the
+    job later (services/dispatch.py). Workers consume with kombu's defaults."""
     if settings.redis_url is None:
         raise RuntimeError("no Redis configured; call core.embedded.ensure_services first")
     broker = celery_broker_url(settings.redis_url)
@@ -29,4 +32,14 @@ def make_celery(settings: Settings) -> Celery:
         task_ignore_result=True,
         worker_hijack_root_logger=False,
     )
+    if publish_timeout_s is not None:
+        app.conf.update(
+            broker_connection_timeout=publish_timeout_s,
+            broker_connection_retry=False,
+            broker_connection_max_retries=0,
+            broker_transport_options={
+                "socket_timeout": publish_timeout_s,
+                "socket_connect_timeout": publish_timeout_s,
+            },
+        )
     return app

@@ -2,18 +2,86 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from typing import Any
+
 import redis
 import redis.asyncio as aioredis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 # The API's bounds: a stopped Redis is an error within this, never a hang. Blocking reads
 # (XREAD BLOCK) add their block time on top (see async_client).
 API_TIMEOUT_S = 1.5
+# After a timeout, the API does not try Redis again for this long: one request pays the
+# timeout, the others fail at once (a stalled Redis held every request thread before).
+BREAKER_OPEN_S = 2.0
 
 
-def sync_client(url: str, *, timeout_s: float | None = None) -> redis.Redis:
-    return redis.Redis.from_url(
-        url, decode_responses=True, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+class Breaker:
+    """A circuit breaker shared by the API's Redis client and its broker: after a failure,
+    `allow()` is False for `open_s`, then lets one call through to probe."""
+
+    def __init__(self, open_s: float = BREAKER_OPEN_S) -> None:
+        self.open_s = open_s
+        self._lock = threading.Lock()
+        self._until = 0.0
+
+    def allow(self) -> bool:
+        with self._lock:
+            now = time.monotonic()
+            if now < self._until:
+                return False
+            if self._until:  # half open: this caller probes, the others wait for its answer
+                self._until = now + self.open_s
+            return True
+
+    def failed(self) -> None:
+        with self._lock:
+            self._until = time.monotonic() + self.open_s
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._until = 0.0
+
+
+class _BreakerClient(redis.Redis):
+    """redis.Redis whose commands fail at once while the breaker is open."""
+
+    breaker: Breaker
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        if not self.breaker.allow():
+            raise redis.ConnectionError("Redis did not answer a moment ago; not trying again yet")
+        try:
+            result = super().execute_command(*args, **options)
+        except (redis.ConnectionError, redis.TimeoutError):
+            self.breaker.failed()
+            raise
+        self.breaker.succeeded()
+        return result
+
+
+def sync_client(
+    url: str, *, timeout_s: float | None = None, breaker: Breaker | None = None
+) -> redis.Redis:
+    """With a `breaker`: no retries (redis-py retries a timed-out command 3 times by default,
+    with backoff: a stalled server held each call for many times the timeout) and the
+    breaker's fail-fast; the API's client. Without: redis-py's defaults."""
+    if breaker is None:
+        return redis.Redis.from_url(
+            url, decode_responses=True, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+        )
+    client: _BreakerClient = _BreakerClient.from_url(  # type: ignore[assignment]
+        url,
+        decode_responses=True,
+        socket_timeout=timeout_s,
+        socket_connect_timeout=timeout_s,
+        retry=Retry(NoBackoff(), 0),
     )
+    client.breaker = breaker
+    return client
 
 
 def async_client(

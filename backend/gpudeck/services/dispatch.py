@@ -15,6 +15,7 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from gpudeck.core.celery_app import RUN_JOB_TASK, node_queue
+from gpudeck.core.redis import Breaker
 from gpudeck.models import Job, JobStatus
 from gpudeck.services.queue import has_live_allocation
 
@@ -25,22 +26,31 @@ GRACE_S = 5.0
 RESEND_AFTER_S = 60.0
 
 
-def dispatch_job(celery: Celery, job_id: int, node: str) -> bool:
+def dispatch_job(celery: Celery, job_id: int, node: str, breaker: Breaker | None = None) -> bool:
     """Send run_job_task by name (the API never imports the worker's code). False when the
-    broker cannot be reached: the job stays queued and undispatched, for redispatch_pending."""
+    broker cannot be reached, or did not answer a moment ago (`breaker`, the API's: the send
+    is not even tried): the job stays queued and undispatched, for redispatch_pending."""
+    if breaker is not None and not breaker.allow():
+        log.warning("broker unreachable a moment ago: job %s is left to the outbox", job_id)
+        return False
     try:
-        celery.send_task(RUN_JOB_TASK, args=[job_id], queue=node_queue(node))
+        # No retry: the API bounds the send (make_celery's publish timeout); the outbox retries.
+        celery.send_task(RUN_JOB_TASK, args=[job_id], queue=node_queue(node), retry=breaker is None)
     except Exception:
+        if breaker is not None:
+            breaker.failed()
         log.warning("could not dispatch job %s to node %s; it stays queued", job_id, node)
         return False
+    if breaker is not None:
+        breaker.succeeded()
     return True
 
 
-def dispatch_to_nodes(celery: Celery, job: Job) -> bool:
+def dispatch_to_nodes(celery: Celery, job: Job, breaker: Breaker | None = None) -> bool:
     """Send the run task to every node the job holds devices on (one for most jobs); each
     node's worker starts its own ranks. False at the first node the broker did not take."""
     nodes = list(dict.fromkeys(a.node for a in job.allocations if a.released_at is None))
-    return all(dispatch_job(celery, job.id, node) for node in nodes or [job.node])
+    return all(dispatch_job(celery, job.id, node, breaker) for node in nodes or [job.node])
 
 
 def dispatch_placed(session: Session, celery: Celery, job_id: int) -> None:

@@ -271,7 +271,8 @@ def resume_job(
     )
     audit.record(session, user, audit.JOB_RESUME, f"job:{resumed.id}", resume_from=job.id)
     session.commit()
-    if dispatch_job(request.app.state.celery, resumed.id, resumed.node):
+    state = request.app.state
+    if dispatch_job(state.celery, resumed.id, resumed.node, state.redis_breaker):
         mark_dispatched(session, resumed.id)
         session.commit()
     return JobPublic.model_validate(resumed)

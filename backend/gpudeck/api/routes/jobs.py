@@ -55,7 +55,8 @@ def create_job(
     )
     audit.record(session, user, audit.JOB_SUBMIT, f"job:{job.id}", kind=job.kind)
     session.commit()
-    if job.allocations and dispatch_to_nodes(request.app.state.celery, job):
+    state = request.app.state
+    if job.allocations and dispatch_to_nodes(state.celery, job, state.redis_breaker):
         mark_dispatched(session, job.id)
         session.commit()
     return queue_view.on_submit(session, request, job)
