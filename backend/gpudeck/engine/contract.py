@@ -56,6 +56,8 @@ class JobLaunch:
     nnodes: int = 1
     rank_offset: int = 0
     total_world_size: int | None = None  # None: this node's ranks are the whole job
+    # Across nodes: the interface gloo and NCCL bind to (the one the other nodes reach).
+    socket_ifname: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "device_indices", tuple(self.device_indices))
@@ -133,4 +135,6 @@ class RankPlace:
         }
         if launch.device_type == "cuda":
             env["PYTORCH_CUDA_ALLOC_CONF"] = CUDA_ALLOC_CONF
+        if launch.socket_ifname:
+            env["GLOO_SOCKET_IFNAME"] = env["NCCL_SOCKET_IFNAME"] = launch.socket_ifname
         return env

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
+from gpudeck.core.netif import socket_ifname
 from gpudeck.core.redis import sync_client
 from gpudeck.engine.checkpoint_tmp import remove_partial
 from gpudeck.engine.command import CommandGroup
@@ -309,6 +310,7 @@ class JobRunner:
             nnodes=plan.nnodes,
             rank_offset=plan.rank_offset,
             total_world_size=plan.total_world_size,
+            socket_ifname=socket_ifname(self.settings.node_address) if plan.nnodes > 1 else None,
         )
 
     def _resume_checkpoint(self, plan: LaunchPlan) -> Path | None:

@@ -152,7 +152,6 @@ def cluster(
                 GPUDECK_NODE_NAME=name,
                 GPUDECK_NODE_ADDRESS=hosts.address[name],
                 GPUDECK_SIMULATED_DEVICES=f"{count}x80GiB",
-                GLOO_SOCKET_IFNAME="eth0",  # the interface the other node reaches
             )
             with session_factory() as session:
                 env[TOKEN_ENV] = issue_token(session, name)  # `gpudeck nodes add <name>`

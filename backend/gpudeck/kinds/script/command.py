@@ -87,6 +87,8 @@ def environment(launch: JobLaunch, config: ScriptConfig, files: CommandFiles) ->
     )
     if launch.resume_from:
         env["GPUDECK_RESUME_DIR"] = launch.resume_from
+    if launch.socket_ifname:  # across nodes: the interface the other nodes reach
+        env["GLOO_SOCKET_IFNAME"] = env["NCCL_SOCKET_IFNAME"] = launch.socket_ifname
     return env
 
 
