@@ -151,6 +151,21 @@ def stale_part(lease_s: float) -> ColumnElement[bool]:
     )
 
 
+def silent_nodes(session: Session, job_id: int, lease_s: float) -> list[str]:
+    """The nodes whose unfinished part of `job_id` has not beaten within the lease."""
+    return list(
+        session.scalars(
+            select(JobNode.node)
+            .where(
+                JobNode.job_id == job_id,
+                JobNode.finished_at.is_(None),
+                JobNode.heartbeat_at < func.now() - timedelta(seconds=lease_s),
+            )
+            .order_by(JobNode.node_rank)
+        )
+    )
+
+
 def finish_part(
     session: Session, job_id: int, node: str, target: JobStatus, *, error: str | None = None
 ) -> Job | None:

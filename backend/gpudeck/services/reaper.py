@@ -42,10 +42,18 @@ def reap_lost(
     if not still_in_contact():
         return []
     for job_id in stale:
-        job_state.transition(
-            session,
-            job_id,
-            JobStatus.lost,
-            error=f"no heartbeat for over {lease_s:g} s: its worker is gone",
-        )
+        job_state.transition(session, job_id, JobStatus.lost, error=_why(session, job_id, lease_s))
     return list(stale)
+
+
+def _why(session: Session, job_id: int, lease_s: float) -> str:
+    """The cause, naming the node that went silent: the job's own (its first node's) heartbeat,
+    or the part of a job across nodes that stopped renewing."""
+    silent = multinode.silent_nodes(session, job_id, lease_s)
+    job = session.get(Job, job_id)
+    nodes = silent or ([job.node] if job is not None else [])
+    where = f"node {', '.join(nodes)}: " if nodes else ""
+    return (
+        f"{where}no heartbeat for over {lease_s:g} s: its worker is gone or the machine "
+        "stopped answering"
+    )

@@ -148,7 +148,9 @@ def test_the_reaper_takes_a_job_whose_one_node_stopped_beating(
     db.commit()
     assert reap_lost(db, lease_s=30) == [job.id]
     db.commit()
-    assert db.get(Job, job.id, populate_existing=True).status == JobStatus.lost  # type: ignore[union-attr]
+    reaped = db.get(Job, job.id, populate_existing=True)
+    assert reaped is not None and reaped.status == JobStatus.lost
+    assert reaped.error is not None and reaped.error.startswith("node beta: no heartbeat")
     assert db.scalar(text("SELECT count(*) FROM allocations WHERE released_at IS NULL")) == 0
 
 
