@@ -29,14 +29,10 @@ from gpudeck.kinds.sae.memory import (
     CUDA_CONTEXT_BYTES,
     NCCL_BYTES,
     estimate_sae,
-    trace_spec,
 )
-from gpudeck.kinds.sae.memory_trace import worst_dead_mask
-from gpudeck.kinds.sae.model import train_step
-from gpudeck.kinds.sae.train import build_model, wrap_ddp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "backend" / "tests" / "kinds" / "sae"))
-from memory_measure import allreduce_and_hold, measure
+from memory_measure import cuda_step_peak, measure
 
 GIB, MIB = 1024**3, 1024**2
 TOLERANCE = 0.05
@@ -140,38 +136,12 @@ def _measure_case(check: Check, config: SaeConfig, name: str) -> Row:
 def _cuda_step(config: SaeConfig, index: int = 0, batch_size: int = 0) -> tuple[int, int | None]:
     """The allocator's peak over 3 steps on device `index` (of a batch of `batch_size` rows,
     default the config's), and nvidia-smi's memory for this process after them."""
-    device = torch.device("cuda", index)
-    torch.cuda.empty_cache()
-    torch.cuda.reset_peak_memory_stats(device)
-    model = build_model(config, device)
-    module = wrap_ddp(model, config, device)
-    held: list[torch.Tensor] = []
-    module.register_comm_hook(held, allreduce_and_hold)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    rows = batch_size or config.batch_size
-    batch = torch.randn(rows, config.d_in, device=device).to(model.W_enc.dtype)
-    dead = worst_dead_mask(trace_spec(config, rows, "cuda"))
-    before, step_peaks = torch.cuda.memory_allocated(device), []
-    for step in (1, 2, 3):
-        torch.cuda.reset_peak_memory_stats(device)
-        output = train_step(
-            module,
-            optimizer,
-            batch,
-            coefficient=config.sparsity_coefficient,
-            dead_mask=None if dead is None else dead.to(device),
-        )
-        del output
-        if step == 2:
-            held.clear()
-        torch.cuda.synchronize(device)
-        step_peaks.append(torch.cuda.max_memory_allocated(device))
-    allocated = max(step_peaks)
-    process = _smi_process_bytes(os.getpid())
-    print(f"   before the steps {before:,} B; step peaks {step_peaks}", flush=True)
-    del module, model, optimizer, batch, held
-    torch.cuda.empty_cache()
-    return allocated, process
+    return cuda_step_peak(  # type: ignore[no-any-return]
+        config,
+        torch.device("cuda", index),
+        batch_size,
+        while_held=lambda: _smi_process_bytes(os.getpid()),
+    )
 
 
 def _smi_process_bytes(pid: int) -> int | None:

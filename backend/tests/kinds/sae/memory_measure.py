@@ -111,3 +111,40 @@ def _peak_in_window(prof: profile, window: str) -> int:
         if event.start_ns() >= start:
             peak = max(peak, live)
     return peak
+
+
+def cuda_step_peak(
+    config: SaeConfig, device: torch.device, rows: int = 0, while_held: Any = None
+) -> tuple[int, Any]:
+    """On a GPU: the allocator's peak over steps 1-3 (DDP on the process group already
+    initialised, step 1's bucket held through step 2: the worst timing), of a batch of `rows`
+    (default the config's), and what `while_held()` returns while the run's memory is still
+    held (nvidia-smi's view of the process, say). Used by the gpu test and `make gpu-check`."""
+    torch.cuda.empty_cache()
+    model = build_model(config, device)
+    module = wrap_ddp(model, config, device)
+    held: list[torch.Tensor] = []
+    module.register_comm_hook(held, allreduce_and_hold)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    rows = rows or config.batch_size
+    batch = torch.randn(rows, config.d_in, device=device).to(model.W_enc.dtype)
+    dead = worst_dead_mask(trace_spec(config, rows, "cuda"))
+    peaks = []
+    for step in (1, 2, 3):
+        torch.cuda.reset_peak_memory_stats(device)
+        output = train_step(
+            module,
+            optimizer,
+            batch,
+            coefficient=config.sparsity_coefficient,
+            dead_mask=None if dead is None else dead.to(device),
+        )
+        del output
+        if step == 2:
+            held.clear()
+        torch.cuda.synchronize(device)
+        peaks.append(torch.cuda.max_memory_allocated(device))
+    seen = while_held() if while_held is not None else None
+    del module, model, optimizer, batch, held
+    torch.cuda.empty_cache()
+    return max(peaks), seen

@@ -17,13 +17,11 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 import torch
 import torch.distributed as dist
-from memory_measure import allreduce_and_hold, clean_measurer, measure
+from memory_measure import clean_measurer, cuda_step_peak, measure
 
 from gpudeck.kinds.sae.config import SaeConfig
 from gpudeck.kinds.sae.memory import estimate_sae, max_batch_size, trace_spec
-from gpudeck.kinds.sae.memory_trace import trace, worst_dead_mask
-from gpudeck.kinds.sae.model import train_step
-from gpudeck.kinds.sae.train import build_model, wrap_ddp
+from gpudeck.kinds.sae.memory_trace import trace
 
 SHAPES = [(256, 2048, 64), (512, 4096, 4096), (768, 8192, 1024)]  # param-heavy, act-heavy, middle
 TOLERANCE = 0.02
@@ -144,27 +142,7 @@ def test_estimate_matches_cuda_max_memory_allocated() -> None:
     config = _config(768, 8192, 1024, "float32")
     if not dist.is_initialized():
         dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
-    torch.cuda.reset_peak_memory_stats(device)
-    model = build_model(config, device)
-    module = wrap_ddp(model, config, device)
-    held: list[torch.Tensor] = []  # the worst timing: NCCL's watchdog releases step 1's bucket late
-    module.register_comm_hook(held, allreduce_and_hold)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    batch = torch.randn(config.batch_size, config.d_in, device=device)
-    for step in (1, 2, 3):
-        dead = worst_dead_mask(trace_spec(config, config.batch_size, "cuda"))
-        del_out = train_step(
-            module,
-            optimizer,
-            batch,
-            coefficient=config.sparsity_coefficient,
-            dead_mask=None if dead is None else dead.to(device),
-        )
-        del del_out
-        if step == 2:
-            held.clear()
-    torch.cuda.synchronize(device)
-    measured = torch.cuda.max_memory_allocated(device)
+    measured, _ = cuda_step_peak(config, device)
     estimate = estimate_sae(config, 1, device_type="cuda")
     dist.destroy_process_group()
     assert estimate.peak_step_bytes == pytest.approx(measured, rel=0.03)
