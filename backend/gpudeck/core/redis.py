@@ -15,8 +15,9 @@ from redis.retry import Retry
 # (XREAD BLOCK) add their block time on top (see async_client).
 API_TIMEOUT_S = 1.5
 # After a timeout, the API does not try Redis again for this long: one request pays the
-# timeout, the others fail at once (a stalled Redis held every request thread before).
-BREAKER_OPEN_S = 2.0
+# timeout, the others fail at once (a stalled Redis held every request thread before); once
+# Redis answers again, the API is back within it.
+BREAKER_OPEN_S = 1.0
 
 
 class Breaker:
@@ -56,7 +57,7 @@ class _BreakerClient(redis.Redis):
             raise redis.ConnectionError("Redis did not answer a moment ago; not trying again yet")
         try:
             result = super().execute_command(*args, **options)
-        except (redis.ConnectionError, redis.TimeoutError):
+        except redis.TimeoutError:  # a stall: the next callers would wait the same
             self.breaker.failed()
             raise
         self.breaker.succeeded()

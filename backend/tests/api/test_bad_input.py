@@ -28,7 +28,11 @@ def with_config(**fields: Any) -> tuple[str, str, dict[str, Any]]:
 
 def raw(body: str) -> tuple[str, str, dict[str, Any]]:
     """A body as sent: Python's JSON parser takes NaN, Infinity and 1e400 (= inf) in it."""
-    return ("POST", "/api/jobs", {"content": body.encode(), "headers": {"content-type": "application/json"}})
+    return (
+        "POST",
+        "/api/jobs",
+        {"content": body.encode(), "headers": {"content-type": "application/json"}},
+    )
 
 
 def non_finite(field: str, value: str) -> tuple[str, tuple[str, str, dict[str, Any]], int, str]:
@@ -37,10 +41,26 @@ def non_finite(field: str, value: str) -> tuple[str, tuple[str, str, dict[str, A
     return (f"{value} as {field}", raw(f'{body}, "{field}": {value}}}'), 422, field)
 
 
-NON_FINITE = [non_finite(f, v) for f in ("count", "priority", "time_limit_s", "nodes") for v in ("NaN", "Infinity", "-Infinity", "1e400")]
+NON_FINITE = [
+    non_finite(f, v)
+    for f in ("count", "priority", "time_limit_s", "nodes")
+    for v in ("NaN", "Infinity", "-Infinity", "1e400")
+]
 NON_FINITE += [
-    ("NaN in a config float", raw('{"kind": "sae", "count": 1, "config": {"batch_size": 64, "lr": NaN}}'), 422, "config.lr"),
-    ("Infinity deep in a config", raw('{"kind": "sae", "count": 1, "config": {"batch_size": 64, "ddp": {"bucket_cap_mb": Infinity}}}'), 422, "config.ddp.bucket_cap_mb"),
+    (
+        "NaN in a config float",
+        raw('{"kind": "sae", "count": 1, "config": {"batch_size": 64, "lr": NaN}}'),
+        422,
+        "config.lr",
+    ),
+    (
+        "Infinity deep in a config",
+        raw(
+            '{"kind": "sae", "count": 1, "config": {"batch_size": 64, "ddp": {"bucket_cap_mb": Infinity}}}'
+        ),
+        422,
+        "config.ddp.bucket_cap_mb",
+    ),
 ]
 
 CASES: list[tuple[str, tuple[str, str, dict[str, Any]], int, str]] = [*NON_FINITE,

@@ -26,6 +26,8 @@ def test_follow_ups_by_kind_and_state(client: TestClient, db: Session, settings:
     register_devices(db)
     (settings.data_dir / "models" / "m").mkdir(parents=True)
     (settings.data_dir / "models" / "m" / "config.json").write_text(json.dumps({"n_embd": 48}))
+    (settings.data_dir / "datasets").mkdir(parents=True, exist_ok=True)
+    (settings.data_dir / "datasets" / "ids.npy").write_bytes(b"")  # checked at submit
     sae = _job(client, "sae", {})
     answer = client.get(f"/api/jobs/{sae}/follow-up")
     assert answer.status_code == 404 and answer.json()["detail"]["code"] == "no_follow_up"

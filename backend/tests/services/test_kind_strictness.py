@@ -92,7 +92,9 @@ def all_cases() -> Iterator[list[tuple[str, tuple[str, ...], object]]]:
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(PLUGIN))
         patch.setenv("GPUDECK_KIND_MODULES", "gpudeck_kind_linreg")
+        registry.cache_clear()  # read again, with the plugin kind
         yield list(cases())
+    registry.cache_clear()
 
 
 def test_every_kind_field_refuses_wrong_types_and_non_finite_numbers(
