@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
 from gpudeck.scheduler.contact import Contact
-from gpudeck.services import dispatch, queue, queue_summary, reaper
+from gpudeck.services import dispatch, multinode, queue, queue_summary, reaper
 from gpudeck.services.placement import live_memory_or_none
 from gpudeck.worker.events import expire_stream, publish_status
 
@@ -60,6 +60,10 @@ def reap_lost_jobs(ctx: Context) -> list[int]:
 
     with transaction(ctx.sessions) as session:
         reaped = reaper.reap_lost(session, lease_s, still_in_contact=still_in_contact)
+        # Parts of ended jobs across nodes whose node neither confirmed nor renewed its lease.
+        silent = multinode.release_silent_parts(session, lease_s) if still_in_contact() else []
+    for job_id, node in silent:
+        log.warning("job %s: node %s released after its lease, unconfirmed", job_id, node)
     for job_id in reaped:
         log.warning("job %s lost: no heartbeat for %g s", job_id, lease_s)
         publish_status(ctx.redis, job_id, "lost", error="its worker stopped heartbeating")

@@ -8,9 +8,10 @@ dispatch failed waits for the scheduler's outbox, it does not fail), and a start
 fail, be cancelled or be lost. A running job that reaches its time limit ends `timeout`; a
 preemptible one stopped for a higher-priority job goes back to `queued` (preemption).
 Any other move raises InvalidTransition.
-A terminal transition releases the job's allocations in the same transaction, so there is no
-moment at which a finished job still holds a device, and wakes the scheduler when it commits
-(devices are free for the next queued job).
+A terminal transition releases the job's allocations in the same transaction, and wakes the
+scheduler when it commits (devices are free for the next queued job); for a job across nodes,
+only those of the nodes whose ranks are known gone (release_ended: the others follow when their
+node confirms, or its lease has passed).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
-from gpudeck.models import Allocation, Job, JobRun, JobStatus
+from gpudeck.models import Allocation, Job, JobNode, JobRun, JobStatus
 from gpudeck.services.errors import InvalidTransition, JobNotFound
 
 S = JobStatus
@@ -87,7 +88,10 @@ def transition(
         job.error = error
     if target in TERMINAL:
         job.finished_at = func.now()
-    if target in TERMINAL or target is S.queued:
+    if target in TERMINAL:
+        release_ended(session, job_id)
+        wake_scheduler(session)
+    elif target is S.queued:
         release_allocations(session, job_id)
         wake_scheduler(session)
     session.flush()
@@ -101,6 +105,29 @@ def _end_run(session: Session, job: Job, outcome: str, reason: str | None) -> No
         update(JobRun)
         .where(JobRun.job_id == job.id, JobRun.ended_at.is_(None))
         .values(ended_at=func.now(), outcome=outcome, reason=reason, last_step=job.progress_step)
+    )
+
+
+def release_ended(session: Session, job_id: int) -> None:
+    """The devices of a job that just ended that no process of it can use any more.
+
+    On one node: all of them (its worker ended it once its ranks were gone, or the reaper once
+    its lease had passed). Across nodes (Slurm's *completing*): those of the parts that finished
+    or were never claimed; a claimed part still running keeps its devices, shown *releasing*,
+    until its node's worker has killed its ranks and confirms (multinode.confirm_part), or its
+    part's lease has passed (reaper.release_silent_parts): another job's ranks never start on
+    a device while this job's may still run there."""
+    still_running = select(JobNode.node).where(
+        JobNode.job_id == job_id, JobNode.claimed_at.is_not(None), JobNode.finished_at.is_(None)
+    )
+    session.execute(
+        update(Allocation)
+        .where(
+            Allocation.job_id == job_id,
+            Allocation.released_at.is_(None),
+            Allocation.node.not_in(still_running),
+        )
+        .values(released_at=func.now())
     )
 
 

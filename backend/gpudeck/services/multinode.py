@@ -151,6 +151,61 @@ def stale_part(lease_s: float) -> ColumnElement[bool]:
     )
 
 
+def confirm_part(session: Session, job_id: int, node: str) -> int:
+    """This node's ranks of an ended job are gone (its worker killed them on learning of the
+    end): its part is finished and its devices released. Returns how many were released."""
+    session.execute(
+        update(JobNode)
+        .where(JobNode.job_id == job_id, JobNode.node == node, JobNode.finished_at.is_(None))
+        .values(finished_at=func.now(), outcome="stopped")
+    )
+    return _release_ended_on(session, job_id, [node])
+
+
+def release_silent_parts(session: Session, lease_s: float) -> list[tuple[int, str]]:
+    """The devices of ended jobs' parts whose node has neither confirmed nor renewed its lease
+    for `lease_s`: by then its worker has stopped its ranks, or has not launched anything since
+    (a worker settles its ended jobs before it starts another: worker/runtime.py). Returns the
+    (job, node) parts released."""
+    silent = session.execute(
+        select(JobNode.job_id, JobNode.node)
+        .join(Job, Job.id == JobNode.job_id)
+        .where(
+            Job.status.in_(list(job_state.TERMINAL)),
+            JobNode.claimed_at.is_not(None),
+            JobNode.finished_at.is_(None),
+            JobNode.heartbeat_at < func.now() - timedelta(seconds=lease_s),
+        )
+        .with_for_update(of=JobNode, skip_locked=True)
+    ).all()
+    for job_id, node in silent:
+        session.execute(
+            update(JobNode)
+            .where(JobNode.job_id == job_id, JobNode.node == node)
+            .values(finished_at=func.now(), outcome="silent")
+        )
+        _release_ended_on(session, job_id, [node])
+    return [(job_id, node) for job_id, node in silent]
+
+
+def _release_ended_on(session: Session, job_id: int, nodes: Sequence[str]) -> int:
+    ended = select(Job.id).where(Job.id == job_id, Job.status.in_(list(job_state.TERMINAL)))
+    released = session.execute(
+        update(Allocation)
+        .where(
+            Allocation.job_id.in_(ended),
+            Allocation.node.in_(list(nodes)),
+            Allocation.released_at.is_(None),
+        )
+        .values(released_at=func.now())
+        .returning(Allocation.id)
+    ).all()
+    if released:
+        job_state.wake_scheduler(session)
+    session.flush()
+    return len(released)
+
+
 def silent_nodes(session: Session, job_id: int, lease_s: float) -> list[str]:
     """The nodes whose unfinished part of `job_id` has not beaten within the lease."""
     return list(

@@ -9,7 +9,7 @@ explicit request: the partial unique index still decides every race.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -134,6 +134,7 @@ def plan_device(
     live: Readings | None,
     *,
     online: bool = True,
+    releasing: Collection[int] = (),
 ) -> Dev:
     """An inventory row as the planner sees it: who holds it, whether an outside process runs
     on it, and its usable free memory (None without a reading)."""
@@ -142,7 +143,8 @@ def plan_device(
         device.node,
         device.uuid,
         device.index,
-        holder=holders.get((device.node, device.uuid)),
+        holder=(holder := holders.get((device.node, device.uuid))),
+        releasing=holder is not None and holder in releasing,
         external=bool(device.external_processes),
         usable_bytes=usable(memory) if memory is not None else None,
         online=online,
@@ -288,6 +290,7 @@ def snapshot(
             Job.priority,
             Job.preemptible & (Job.status == JobStatus.running),
             Job.preempt_requested_at.is_not(None),
+            Job.status.in_(list(job_state.TERMINAL)),
         )
         .join(Job, Job.id == Allocation.job_id)
         .where(Allocation.released_at.is_(None))
@@ -295,10 +298,16 @@ def snapshot(
     holder: dict[tuple[str, str], int] = {}
     held: dict[int, list[tuple[str, str]]] = defaultdict(list)
     meta: dict[int, tuple[str, float, int, bool, bool]] = {}
-    for node, uuid, job_id, owner, started_at, limit, priority, preemptible, stopping in holds:
+    releasing: set[int] = set()
+    for row in holds:
+        node, uuid, job_id, owner, started_at, limit, priority, preemptible, stopping, ended = row
         holder[(node, uuid)] = job_id
         held[job_id].append((node, uuid))
-        meta[job_id] = (owner, _epoch(started_at, now) + limit, priority, preemptible, stopping)
+        # An ended job's devices free as soon as their node confirms its ranks are gone.
+        ends = now if ended else _epoch(started_at, now) + limit
+        meta[job_id] = (owner, ends, priority, preemptible, stopping)
+        if ended:
+            releasing.add(job_id)
     holding = [
         Holding(j, owner, tuple(held[j]), ends, priority, preemptible, stopping)
         for j, (owner, ends, priority, preemptible, stopping) in meta.items()
@@ -310,7 +319,7 @@ def snapshot(
         select(Device, fresh.label("online")).outerjoin(Node, Node.name == Device.node)
     ).all()
     for d, online in inventory:
-        devices.append(plan_device(d, holder, live, online=bool(online)))
+        devices.append(plan_device(d, holder, live, online=bool(online), releasing=releasing))
     waiting = waiting_jobs(session, now, cache)
     return now, devices, holding, waiting
 

@@ -51,6 +51,7 @@ class Dev:
     external: bool = False  # a process GPUDeck did not start runs on it
     usable_bytes: int | None = None  # free memory less the safety margin; None: no reading
     online: bool = True  # its node reports (sampler heartbeat): only then may a job start on it
+    releasing: bool = False  # its holder ended; its node has not confirmed its ranks are gone
     key: Key = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -274,7 +275,12 @@ class _State:
     def _why_held(self, d: Dev) -> str:
         if not d.online:
             return "offline"
-        return "used by another process" if d.external else f"held by job {self.holder[d.key]}"
+        if d.external:
+            return "used by another process"
+        if d.releasing:
+            job = self.holder[d.key]
+            return f"releasing from job {job} (until its node confirms its ranks are gone)"
+        return f"held by job {self.holder[d.key]}"
 
     def _busy_reason(self, job: Waiting, devs: list[Dev]) -> str:
         if job.node_counts is not None:

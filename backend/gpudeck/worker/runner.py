@@ -472,6 +472,11 @@ class JobRunner:
                 self._status(JobStatus.queued)
             return  # not expired: a follower hears its next start on the same stream key
         ended = None
+        if outcome is None:  # it ended elsewhere: this node's ranks are now gone, say so
+            self._in_db(
+                "confirming its ranks are gone",
+                lambda s: multinode.confirm_part(s, self.job_id, self.node),
+            )
         if outcome is not None:
             ended = self._in_db(
                 "recording its end",

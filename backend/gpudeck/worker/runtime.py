@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from gpudeck.core.config import Settings
@@ -23,6 +24,7 @@ from gpudeck.worker.runner import JobHandle, JobRunner
 log = logging.getLogger(__name__)
 _current: WorkerRuntime | None = None
 LEFTOVERS_INTERVAL_S = 30.0
+SETTLE_TIMEOUT_S = 15.0  # a killed rank group is gone in well under a second
 
 
 def current() -> WorkerRuntime:
@@ -97,7 +99,27 @@ class WorkerRuntime:
         if self.stopping.is_set():
             log.info("job %s not started: this worker is shutting down", job_id)
             return
+        self.settle()
         JobRunner(self, job_id).run()
+
+    def settle(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
+        """Before launching anything: learn which of this node's jobs ended elsewhere (a
+        heartbeat now, not at the next beat) and wait until their ranks are killed. After a
+        freeze or a partition this node's devices may already be another job's, which this
+        launch may be: the old ranks go first."""
+        try:
+            self.heartbeat_once()
+        except Exception as exc:  # the claim that follows needs the database too
+            log.warning("could not settle this node's jobs before a launch: %s", exc)
+            return
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                gone = [j for j, h in self._jobs.items() if h.gone.is_set()]
+            if not gone:
+                return
+            time.sleep(0.02)
+        log.error("jobs %s: their ranks still run %g s after they ended", gone, timeout_s)
 
     def track(self, job_id: int) -> JobHandle:
         with self._lock:

@@ -7,9 +7,13 @@ script spans them, and killing one node's worker ends the job everywhere.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -220,6 +224,13 @@ def alive(pid: int) -> bool:
         return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def wait_free(api: TestClient, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while held := [g for g in api.get("/api/gpus").json() if g["held_by"]]:
+        assert time.monotonic() < deadline, held
+        time.sleep(0.1)
+
+
 def wait_running_everywhere(api: TestClient, follower: Node, job_id: int) -> None:
     """Running, with ranks on the second node too, and past the rendezvous (a metric came)."""
     wait_status(api, job_id, {"running"}, timeout_s=60)
@@ -308,8 +319,8 @@ def test_two_nodes_train_as_one_run_a_torchrun_script_and_end_together(
     job = wait_status(client, doomed, TERMINAL, timeout_s=LEASE_S + 10)
     assert job["status"] in {"failed", "lost"}, job
     assert time.monotonic() - killed_at <= LEASE_S + 10
-    held = [g for g in client.get("/api/gpus").json() if g["held_by"]]
-    assert not held, held
+    # Node-a confirms its ranks are gone; node-b's part is released once its lease has passed.
+    wait_free(client, timeout_s=2 * LEASE_S + 5)
     pids = rank_pids(cluster, doomed)
     assert len(pids) == 4
     deadline = time.monotonic() + 10
@@ -349,3 +360,103 @@ def test_a_job_across_nodes_waits_for_a_busy_device_then_runs_on_both(
     contract_b = (b.run_dir(across) / "contract.json").read_text()
     assert f'"master_addr": "{a.address}"' in contract_b and '"node_rank": 1' in contract_b
     assert final_weights(a, across)  # rank 0's checkpoint, on the first node
+
+
+class DeviceWatch:
+    """Samples, every 10 ms, which jobs' rank processes are alive on node-a's device 0: the
+    invariant is about processes, not rows (a device is given to another job only when no
+    process of the last one can run on it)."""
+
+    def __init__(self, node: Node, jobs: list[int]) -> None:
+        self.node, self.jobs = node, jobs
+        self.shared: list[tuple[float, list[int]]] = []
+        self.first_seen: dict[int, float] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _alive_jobs(self) -> list[int]:
+        found = []
+        for job_id in self.jobs:
+            record = self.node.run_dir(job_id) / "launch.json"
+            try:
+                pids = json.loads(record.read_text())["pids"][:1]  # local rank 0: device 0
+            except (FileNotFoundError, ValueError, KeyError):
+                continue
+            if any(alive(p) for p in pids):
+                found.append(job_id)
+        return found
+
+    def _run(self) -> None:
+        while not self._done.wait(0.01):
+            now, live = time.monotonic(), self._alive_jobs()
+            for job_id in live:
+                self.first_seen.setdefault(job_id, now)
+            if len(live) > 1:
+                self.shared.append((now, live))
+
+    def __enter__(self) -> DeviceWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("fault", ["worker killed", "node frozen"])
+def test_a_failed_node_never_lets_two_jobs_ranks_share_a_device(
+    client: TestClient,
+    cluster: dict[str, Node],
+    start_scheduler: Callable[..., WorkerProcess],
+    fault: str,
+) -> None:
+    """A job across node-a and node-b loses node-b (its worker SIGKILLed, or the whole node
+    frozen with SIGSTOP: a hung machine) while another job waits for node-a's device 0. The
+    ended job's node-a ranks must be gone before the waiting job's start there: sampled every
+    10 ms, the two jobs' ranks never live on the device at once. Before, the run that ended
+    the job freed node-a's device at once and the waiting job started there while the ended
+    job's ranks lived 0.7-1.7 s longer."""
+    a, b = cluster["node-a"], cluster["node-b"]
+    wait_devices(client, sum(DEVICES.values()))
+    start_scheduler()
+    long_config = {**SAE_CONFIG, "steps": 100_000, "checkpoint_interval": 100_000}
+    doomed = submit(client, "sae", long_config, [("node-a", 0), ("node-b", 0)])
+    wait_running_everywhere(client, b, doomed)
+    waiting = submit(client, "sae", SAE_CONFIG, [("node-a", 0)])
+    reason = client.get(f"/api/jobs/{waiting}").json()["queue"]["reason"]
+    assert f"held by job {doomed}" in reason, reason
+    frozen: list[psutil.Process] = []
+    with DeviceWatch(a, [doomed, waiting]) as watch:
+        at = time.monotonic()
+        if fault == "worker killed":
+            os.kill(b.worker_pid(), 9)
+        else:
+            frozen = _tree(b.process.proc.pid)
+            for process in frozen:
+                process.send_signal(signal.SIGSTOP)
+        try:
+            ended = wait_status(client, doomed, TERMINAL, timeout_s=LEASE_S + 15)
+            assert ended["status"] in {"failed", "lost"}, ended
+            started = wait_status(client, waiting, {"running", "succeeded"}, timeout_s=60)
+            assert started["status"] in {"running", "succeeded"}, started
+        finally:
+            for process in frozen:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.send_signal(signal.SIGCONT)
+        assert wait_status(client, waiting, TERMINAL, timeout_s=60)["status"] == "succeeded"
+    assert not watch.shared, f"two jobs' ranks on node-a/0 at once: {watch.shared[:3]}"
+    given = watch.first_seen[waiting] - at
+    print(f"{fault}: node-a/0 given to the waiting job {given:.2f} s after the fault")
+    assert given <= 2 * LEASE_S + 10
+    pids = rank_pids(cluster, doomed)
+    deadline = time.monotonic() + 15  # a frozen node's ranks: killed once it is thawed
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in pids if alive(p)], "a rank outlived its job"
+    wait_free(client, timeout_s=2 * LEASE_S + 5)

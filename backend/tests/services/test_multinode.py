@@ -125,15 +125,27 @@ def test_a_job_whose_parts_all_end_before_it_was_marked_running_still_succeeds(
     assert ended is not None and ended.status == JobStatus.succeeded
 
 
-def test_one_node_failing_fails_the_job_and_frees_every_node(db: Session, two_nodes: None) -> None:
+LIVE = "SELECT node FROM allocations WHERE released_at IS NULL ORDER BY node"
+
+
+def test_one_node_failing_fails_the_job_and_each_node_frees_its_devices_when_its_ranks_are_gone(
+    db: Session, two_nodes: None
+) -> None:
+    """Ending a job and freeing its devices are two steps (Slurm's completing): alpha's
+    ranks may still run when beta's failure ends the job, so alpha's device stays held
+    (releasing) until alpha's worker, told to stop, has killed them and confirms."""
     job = across(db, [("alpha", 0), ("beta", 0)])
     claimed(db, job)
     ended = multinode.finish_part(db, job.id, "beta", JobStatus.failed, error="rank 1 failed")
     db.commit()
     assert ended is not None and ended.status == JobStatus.failed
     assert ended.error == "on node beta: rank 1 failed"
-    assert db.scalar(text("SELECT count(*) FROM allocations WHERE released_at IS NULL")) == 0
+    assert db.scalars(text(LIVE)).all() == ["alpha"]  # beta's is free: its ranks are gone
     assert runs.heartbeat(db, [job.id], "alpha") == {}  # alpha's runner is told to stop
+    assert multinode.confirm_part(db, job.id, "alpha") == 1
+    db.commit()
+    assert db.scalars(text(LIVE)).all() == []
+    assert multinode.confirm_part(db, job.id, "alpha") == 0  # once
 
 
 def test_the_reaper_takes_a_job_whose_one_node_stopped_beating(
@@ -151,7 +163,16 @@ def test_the_reaper_takes_a_job_whose_one_node_stopped_beating(
     reaped = db.get(Job, job.id, populate_existing=True)
     assert reaped is not None and reaped.status == JobStatus.lost
     assert reaped.error is not None and reaped.error.startswith("node beta: no heartbeat")
-    assert db.scalar(text("SELECT count(*) FROM allocations WHERE released_at IS NULL")) == 0
+    # Neither node has confirmed: beta is silent past its lease (its worker has stopped its
+    # ranks or launches nothing before it settles), alpha beats and will confirm.
+    assert db.scalars(text(LIVE)).all() == ["alpha", "beta"]
+    assert multinode.release_silent_parts(db, lease_s=30) == [(job.id, "beta")]
+    db.commit()
+    assert db.scalars(text(LIVE)).all() == ["alpha"]
+    assert multinode.release_silent_parts(db, lease_s=30) == []  # alpha's lease is fresh
+    assert multinode.confirm_part(db, job.id, "alpha") == 1
+    db.commit()
+    assert db.scalars(text(LIVE)).all() == []
 
 
 def test_a_node_whose_sampler_went_silent_is_offline_and_its_devices_not_chosen(
