@@ -224,6 +224,15 @@ def alive(pid: int) -> bool:
         return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def wait_leading(scheduler: WorkerProcess, timeout_s: float = 120) -> None:
+    """Until the scheduler leads (and so reaps): it imports torch first, slow under load."""
+    deadline = time.monotonic() + timeout_s
+    while "now the active one" not in scheduler.log():
+        assert scheduler.proc.poll() is None, scheduler.log()[-3000:]
+        assert time.monotonic() < deadline, scheduler.log()[-3000:]
+        time.sleep(0.1)
+
+
 def wait_free(api: TestClient, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while held := [g for g in api.get("/api/gpus").json() if g["held_by"]]:
@@ -246,10 +255,14 @@ def wait_running_everywhere(api: TestClient, follower: Node, job_id: int) -> Non
 
 @pytest.mark.long
 def test_two_nodes_train_as_one_run_a_torchrun_script_and_end_together(
-    client: TestClient, cluster: dict[str, Node], settings: Settings
+    client: TestClient,
+    cluster: dict[str, Node],
+    settings: Settings,
+    start_scheduler: Callable[..., WorkerProcess],
 ) -> None:
     a, b = cluster["node-a"], cluster["node-b"]
     wait_devices(client, sum(DEVICES.values()))
+    wait_leading(start_scheduler())  # its reaper frees a dead node's part after the lease
     listed = {n["name"]: n for n in client.get("/api/nodes").json()}
     assert {n: (v["address"], v["online"]) for n, v in listed.items()} == {
         "node-a": (a.address, True),
@@ -424,7 +437,7 @@ def test_a_failed_node_never_lets_two_jobs_ranks_share_a_device(
     job's ranks lived 0.7-1.7 s longer."""
     a, b = cluster["node-a"], cluster["node-b"]
     wait_devices(client, sum(DEVICES.values()))
-    start_scheduler()
+    wait_leading(start_scheduler())  # the reaper's clock starts with its lead
     long_config = {**SAE_CONFIG, "steps": 100_000, "checkpoint_interval": 100_000}
     doomed = submit(client, "sae", long_config, [("node-a", 0), ("node-b", 0)])
     wait_running_everywhere(client, b, doomed)
