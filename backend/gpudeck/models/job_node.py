@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, Integer, String, func
+from sqlalchemy import BigInteger, DateTime, ForeignKey, Integer, String, Text, func
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gpudeck.core.db import Base
@@ -33,3 +33,5 @@ class JobNode(Base):
     )
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     outcome: Mapped[str | None] = mapped_column(String(16))  # that node's own end
+    # A failed part's error while the job waits for the real cause (multinode.finish_part).
+    error: Mapped[str | None] = mapped_column(Text)

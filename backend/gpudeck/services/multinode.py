@@ -11,12 +11,13 @@ ends. Takes a Session, never commits.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, exists, func, select, update
+from sqlalchemy import ColumnElement, Select, delete, exists, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Allocation, Job, JobNode, JobStatus
@@ -190,10 +191,16 @@ def release_silent_parts(session: Session, lease_s: float) -> list[tuple[int, st
 
 def _release_ended_on(session: Session, job_id: int, nodes: Sequence[str]) -> int:
     ended = select(Job.id).where(Job.id == job_id, Job.status.in_(list(job_state.TERMINAL)))
+    return _release_on(session, ended, nodes)
+
+
+def _release_on(session: Session, job_id: int | Select[Any], nodes: Sequence[str]) -> int:
+    """Free the job's devices on `nodes`, whose ranks are gone; `job_id` may be a query."""
+    jobs = job_id if not isinstance(job_id, int) else select(literal(job_id))
     released = session.execute(
         update(Allocation)
         .where(
-            Allocation.job_id.in_(ended),
+            Allocation.job_id.in_(jobs),
             Allocation.node.in_(list(nodes)),
             Allocation.released_at.is_(None),
         )
@@ -221,6 +228,24 @@ def silent_nodes(session: Session, job_id: int, lease_s: float) -> list[str]:
     )
 
 
+# What a rank says when a peer of its collective went away (its node died, froze or lost its
+# link): the effect of another node's failure, never the cause of the job's.
+PEER_LOST = re.compile(
+    r"Connection reset by peer|Connection closed by peer|connectFullMesh failed|"
+    r"\[gloo\][^\n]*(Read error|Write error|Timed out)|DistNetworkError|Broken pipe|"
+    r"NCCL[^\n]*(remote process exited|unhandled system error)"
+)
+
+
+def parts(session: Session, job_id: int) -> list[JobNode]:
+    return list(session.scalars(select(JobNode).where(JobNode.job_id == job_id)))
+
+
+def then(cause: str, rows: Sequence[JobNode]) -> str:
+    """The job's cause, followed by what the other parts saw after it (their lost peers)."""
+    return "; then ".join([cause, *(r.error for r in rows if r.error and r.error != cause)])
+
+
 def finish_part(
     session: Session, job_id: int, node: str, target: JobStatus, *, error: str | None = None
 ) -> Job | None:
@@ -239,7 +264,15 @@ def finish_part(
         mine.outcome = target.value
     if target in (JobStatus.failed, JobStatus.lost):
         text = f"on node {node}: {error}" if error else f"its part on node {node} {target.value}"
-        return job_state.transition(session, job_id, JobStatus.failed, error=text)
+        running = [r for r in rows if r is not mine and r.finished_at is None]
+        if error and PEER_LOST.search(error) and running and mine is not None:
+            # Its ranks only lost a peer: the cause is elsewhere. The part that has it reports
+            # it, or the reaper names the node that went silent, within the lease. This
+            # node's ranks are gone (its worker reports after killing them): its devices free.
+            mine.error = text
+            _release_on(session, job_id, [node])
+            return None
+        return job_state.transition(session, job_id, JobStatus.failed, error=then(text, rows))
     session.flush()
     if any(r.finished_at is None for r in rows if r is not mine):
         return None

@@ -53,7 +53,8 @@ def _why(session: Session, job_id: int, lease_s: float) -> str:
     job = session.get(Job, job_id)
     nodes = silent or ([job.node] if job is not None else [])
     where = f"node {', '.join(nodes)}: " if nodes else ""
-    return (
+    cause = (
         f"{where}no heartbeat for over {lease_s:g} s: its worker is gone or the machine "
         "stopped answering"
     )
+    return multinode.then(cause, multinode.parts(session, job_id))

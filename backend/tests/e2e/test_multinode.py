@@ -456,6 +456,8 @@ def test_a_failed_node_never_lets_two_jobs_ranks_share_a_device(
         try:
             ended = wait_status(client, doomed, TERMINAL, timeout_s=LEASE_S + 15)
             assert ended["status"] in {"failed", "lost"}, ended
+            # The cause is node-b's, never node-a's ranks losing their peer.
+            assert ended["error"].startswith("node node-b: "), ended["error"]
             started = wait_status(client, waiting, {"running", "succeeded"}, timeout_s=60)
             assert started["status"] in {"running", "succeeded"}, started
         finally:

@@ -266,3 +266,42 @@ def test_a_preempted_job_across_nodes_starts_again_with_fresh_parts(
     db.commit()
     assert again is not None and again.nnodes == 2
     assert runs.claim_part(db, job.id, "beta") == multinode.WAIT  # the new run's rendezvous
+
+
+PEER = "rank 0 failed: RuntimeError: [gloo] Read error [10.0.0.2]:1234: Connection reset by peer"
+
+
+def test_a_part_that_only_lost_a_peer_waits_for_the_real_cause(
+    db: Session, two_nodes: None
+) -> None:
+    """Node-beta's rank fails; alpha's ranks then lose their peer and alpha reports first.
+    The cause is beta's, with what alpha saw after it; never alpha's connection error."""
+    job = across(db, [("alpha", 0), ("beta", 0)])
+    claimed(db, job)
+    runs.mark_running(db, job.id)
+    assert multinode.finish_part(db, job.id, "alpha", JobStatus.failed, error=PEER) is None
+    db.commit()
+    assert db.get(Job, job.id, populate_existing=True).status == JobStatus.running  # type: ignore[union-attr]
+    assert db.scalars(text(LIVE)).all() == ["beta"]  # alpha's ranks are gone: its device frees
+    real = "rank 1 failed: RuntimeError: CUDA error: out of memory"
+    ended = multinode.finish_part(db, job.id, "beta", JobStatus.failed, error=real)
+    assert ended is not None and ended.status == JobStatus.failed
+    assert ended.error == f"on node beta: {real}; then on node alpha: {PEER}"
+
+
+def test_a_silent_node_is_the_cause_when_its_peers_only_lost_it(
+    db: Session, two_nodes: None
+) -> None:
+    job = across(db, [("alpha", 0), ("beta", 0)])
+    claimed(db, job)
+    runs.mark_running(db, job.id)
+    assert multinode.finish_part(db, job.id, "alpha", JobStatus.failed, error=PEER) is None
+    db.execute(
+        text("UPDATE job_nodes SET heartbeat_at = now() - interval '1 hour' WHERE node = 'beta'")
+    )
+    db.commit()
+    assert reap_lost(db, lease_s=30) == [job.id]
+    reaped = db.get(Job, job.id, populate_existing=True)
+    assert reaped is not None and reaped.error is not None
+    assert reaped.error.startswith("node beta: no heartbeat for over 30 s")
+    assert reaped.error.endswith(f"; then on node alpha: {PEER}")
