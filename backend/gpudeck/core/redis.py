@@ -20,14 +20,31 @@ API_TIMEOUT_S = 1.5
 BREAKER_OPEN_S = 1.0
 
 
+# At most this many of the API's request threads wait on Redis at once; another caller waits
+# at most BULKHEAD_WAIT_S for a turn, then fails as if Redis were down. A command takes well
+# under a millisecond, so in normal use nobody waits; when Redis stalls, a burst of requests
+# that all reached it before the first timeout tripped the breaker no longer holds every thread
+# (the health check waited 1.2 s behind eight of them).
+BULKHEAD = 2
+BULKHEAD_WAIT_S = 0.25
+
+
 class Breaker:
     """A circuit breaker shared by the API's Redis client and its broker: after a failure,
-    `allow()` is False for `open_s`, then lets one call through to probe."""
+    `allow()` is False for `open_s`, then lets one call through to probe. `slot()` is the
+    bulkhead every call passes through."""
 
-    def __init__(self, open_s: float = BREAKER_OPEN_S) -> None:
+    def __init__(self, open_s: float = BREAKER_OPEN_S, bulkhead: int = BULKHEAD) -> None:
         self.open_s = open_s
         self._lock = threading.Lock()
         self._until = 0.0
+        self._slots = threading.BoundedSemaphore(bulkhead)
+
+    def acquire_slot(self) -> bool:
+        return self._slots.acquire(timeout=BULKHEAD_WAIT_S)
+
+    def release_slot(self) -> None:
+        self._slots.release()
 
     def allow(self) -> bool:
         with self._lock:
@@ -55,11 +72,15 @@ class _BreakerClient(redis.Redis):
     def execute_command(self, *args: Any, **options: Any) -> Any:
         if not self.breaker.allow():
             raise redis.ConnectionError("Redis did not answer a moment ago; not trying again yet")
+        if not self.breaker.acquire_slot():
+            raise redis.ConnectionError("Redis is slow to answer; not waiting in line")
         try:
             result = super().execute_command(*args, **options)
         except redis.TimeoutError:  # a stall: the next callers would wait the same
             self.breaker.failed()
             raise
+        finally:
+            self.breaker.release_slot()
         self.breaker.succeeded()
         return result
 

@@ -30,8 +30,8 @@ def dispatch_job(celery: Celery, job_id: int, node: str, breaker: Breaker | None
     """Send run_job_task by name (the API never imports the worker's code). False when the
     broker cannot be reached, or did not answer a moment ago (`breaker`, the API's: the send
     is not even tried): the job stays queued and undispatched, for redispatch_pending."""
-    if breaker is not None and not breaker.allow():
-        log.warning("broker unreachable a moment ago: job %s is left to the outbox", job_id)
+    if breaker is not None and not (breaker.allow() and breaker.acquire_slot()):
+        log.warning("broker unreachable or slow just now: job %s is left to the outbox", job_id)
         return False
     try:
         # No retry: the API bounds the send (make_celery's publish timeout); the outbox retries.
@@ -41,6 +41,9 @@ def dispatch_job(celery: Celery, job_id: int, node: str, breaker: Breaker | None
             breaker.failed()
         log.warning("could not dispatch job %s to node %s; it stays queued", job_id, node)
         return False
+    finally:
+        if breaker is not None:
+            breaker.release_slot()
     if breaker is not None:
         breaker.succeeded()
     return True
