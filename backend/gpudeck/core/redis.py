@@ -25,8 +25,8 @@ BREAKER_OPEN_S = 1.0
 # under a millisecond, so in normal use nobody waits; when Redis stalls, a burst of requests
 # that all reached it before the first timeout tripped the breaker no longer holds every thread
 # (the health check waited 1.2 s behind eight of them).
-BULKHEAD = 2
-BULKHEAD_WAIT_S = 0.25
+BULKHEAD = 4
+BULKHEAD_WAIT_S = 1.0
 
 
 class Breaker:
