@@ -31,8 +31,8 @@ BULKHEAD_WAIT_S = 1.0
 
 class Breaker:
     """A circuit breaker shared by the API's Redis client and its broker: after a failure,
-    `allow()` is False for `open_s`, then lets one call through to probe. `slot()` is the
-    bulkhead every call passes through."""
+    `allow()` is False for `open_s`, then lets one call through to probe. `acquire_slot()`
+    and `release_slot()` are the bulkhead every call passes through."""
 
     def __init__(self, open_s: float = BREAKER_OPEN_S, bulkhead: int = BULKHEAD) -> None:
         self.open_s = open_s
