@@ -39,7 +39,7 @@ from gpudeck.core.celery_app import make_celery
 from gpudeck.core.config import Settings, get_settings
 from gpudeck.core.db import API_TIMEOUTS, make_engine, make_sessionmaker
 from gpudeck.core.heap import freeze_startup_objects
-from gpudeck.core.redis import API_TIMEOUT_S, Breaker, async_client, sync_client
+from gpudeck.core.redis import API_TIMEOUT_S, Breaker, async_client, pinger, sync_client
 from gpudeck.engine.kinds import registry
 from gpudeck.services.jobs import estimate_bytes_per_device
 
@@ -99,7 +99,7 @@ def create_app(settings: Settings | None = None, *, freeze_heap: bool = False) -
         )
         # One breaker for the Redis client and the broker (the same server): after either
         # times out, requests skip Redis for a moment instead of each waiting out the stall.
-        app.state.redis_breaker = Breaker()
+        app.state.redis_breaker = Breaker(pinger(str(settings.redis_url), API_TIMEOUT_S))
         app.state.celery = make_celery(settings, publish_timeout_s=API_TIMEOUT_S)
         app.state.redis = sync_client(
             str(settings.redis_url), timeout_s=API_TIMEOUT_S, breaker=app.state.redis_breaker

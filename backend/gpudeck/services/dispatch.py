@@ -9,13 +9,14 @@ a job only while it is queued, so a second delivery does nothing.
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from celery import Celery
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from gpudeck.core.celery_app import RUN_JOB_TASK, node_queue
-from gpudeck.core.redis import Breaker
+from gpudeck.core.redis import Breaker, RedisUnavailable
 from gpudeck.models import Job, JobStatus
 from gpudeck.services.queue import has_live_allocation
 
@@ -30,22 +31,25 @@ def dispatch_job(celery: Celery, job_id: int, node: str, breaker: Breaker | None
     """Send run_job_task by name (the API never imports the worker's code). False when the
     broker cannot be reached, or did not answer a moment ago (`breaker`, the API's: the send
     is not even tried): the job stays queued and undispatched, for redispatch_pending."""
-    if breaker is not None and not (breaker.allow() and breaker.acquire_slot()):
+    send = partial(
+        # No retry: the API bounds the send (make_celery's publish timeout); the outbox retries.
+        celery.send_task,
+        RUN_JOB_TASK,
+        args=[job_id],
+        queue=node_queue(node),
+        retry=breaker is None,
+    )
+    try:
+        if breaker is None:
+            send()
+        else:
+            breaker.call(send, (Exception,))
+    except RedisUnavailable:
         log.warning("broker unreachable or slow just now: job %s is left to the outbox", job_id)
         return False
-    try:
-        # No retry: the API bounds the send (make_celery's publish timeout); the outbox retries.
-        celery.send_task(RUN_JOB_TASK, args=[job_id], queue=node_queue(node), retry=breaker is None)
     except Exception:
-        if breaker is not None:
-            breaker.failed()
         log.warning("could not dispatch job %s to node %s; it stays queued", job_id, node)
         return False
-    finally:
-        if breaker is not None:
-            breaker.release_slot()
-    if breaker is not None:
-        breaker.succeeded()
     return True
 
 

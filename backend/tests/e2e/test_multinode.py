@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -73,6 +74,7 @@ class Node:
     address: str
     data_dir: Path
     process: WorkerProcess  # `gpudeck node`: its worker and its sampler
+    namespace: str  # its network namespace (tests/e2e/netns.py)
 
     def run_dir(self, job_id: int) -> Path:
         return self.data_dir / "jobs" / str(job_id)
@@ -104,7 +106,6 @@ def node_urls(settings: Settings, forwarder: netns.Forwarder) -> tuple[str, str]
 
 
 def _spawn(hosts: netns.Hosts, node: str, args: list[str], env: dict[str, str], log: Path) -> Any:
-    import subprocess
 
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -162,7 +163,7 @@ def cluster(
                 session.commit()
             process = _spawn(hosts, name, ["node"], env, tmp_path / f"{name}.log")
             started.append(process)
-            nodes[name] = Node(name, hosts.address[name], data_dir, process)
+            nodes[name] = Node(name, hosts.address[name], data_dir, process, hosts.namespace[name])
         for node in nodes.values():
             node.process.wait_ready()
         yield nodes
@@ -220,8 +221,11 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     # A zombie is not a running rank: its parent (a killed worker) may not have reaped it yet.
-    with open(f"/proc/{pid}/stat") as fh:
-        return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:  # gone between the two looks
+        return False
 
 
 def wait_leading(scheduler: WorkerProcess, timeout_s: float = 120) -> None:
@@ -378,30 +382,37 @@ def test_a_job_across_nodes_waits_for_a_busy_device_then_runs_on_both(
 class DeviceWatch:
     """Samples, every 10 ms, which jobs' rank processes are alive on node-a's device 0: the
     invariant is about processes, not rows (a device is given to another job only when no
-    process of the last one can run on it)."""
+    process of the last one can run on it). A job's processes are its local rank 0 (a job of
+    the engine) or its guard and every process under it (a script job: torchrun, its ranks),
+    each followed from the moment it is seen until it is gone."""
 
     def __init__(self, node: Node, jobs: list[int]) -> None:
         self.node, self.jobs = node, jobs
         self.shared: list[tuple[float, list[int]]] = []
-        self.first_seen: dict[int, float] = {}
+        self.first_seen: dict[int, float] = {}  # wall-clock time
+        self._seen: dict[int, set[int]] = {job_id: set() for job_id in jobs}
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _alive_jobs(self) -> list[int]:
-        found = []
-        for job_id in self.jobs:
-            record = self.node.run_dir(job_id) / "launch.json"
-            try:
-                pids = json.loads(record.read_text())["pids"][:1]  # local rank 0: device 0
-            except (FileNotFoundError, ValueError, KeyError):
-                continue
-            if any(alive(p) for p in pids):
-                found.append(job_id)
-        return found
+    def _follow(self, job_id: int) -> None:
+        record = self.node.run_dir(job_id) / "launch.json"
+        try:
+            launched = json.loads(record.read_text())
+        except (FileNotFoundError, ValueError):
+            return
+        roots = launched["pids"][:1]  # local rank 0: device 0; a script job: its guard
+        self._seen[job_id].update(roots)
+        if "command" in launched:
+            with contextlib.suppress(psutil.Error):
+                children = psutil.Process(roots[0]).children(recursive=True)
+                self._seen[job_id].update(c.pid for c in children)
 
     def _run(self) -> None:
         while not self._done.wait(0.01):
-            now, live = time.monotonic(), self._alive_jobs()
+            for job_id in self.jobs:
+                self._follow(job_id)
+            now = time.time()
+            live = [j for j in self.jobs if any(alive(p) for p in self._seen[j])]
             for job_id in live:
                 self.first_seen.setdefault(job_id, now)
             if len(live) > 1:
@@ -421,51 +432,83 @@ def _tree(pid: int) -> list[psutil.Process]:
     return [root, *root.children(recursive=True)]
 
 
+# A script whose node-b part exits before it joins the process group: node-a's ranks wait in
+# the rendezvous for peers that never come, until the job's end kills them.
+NEVER_JOINS = """\
+import os, sys, time
+from pathlib import Path
+
+import torch.distributed as dist
+
+if os.environ["GROUP_RANK"] != "0":
+    Path(sys.argv[1]).write_text(str(time.time()))
+    sys.exit("node-b cannot join the rendezvous")
+dist.init_process_group("gloo")
+"""
+FAULTS = ["worker killed", "node frozen", "link down", "rendezvous failure"]
+
+
 @pytest.mark.long
-@pytest.mark.parametrize("fault", ["worker killed", "node frozen"])
+@pytest.mark.parametrize("fault", FAULTS)
 def test_a_failed_node_never_lets_two_jobs_ranks_share_a_device(
     client: TestClient,
     cluster: dict[str, Node],
     start_scheduler: Callable[..., WorkerProcess],
+    tmp_path: Path,
     fault: str,
 ) -> None:
-    """A job across node-a and node-b loses node-b (its worker SIGKILLed, or the whole node
-    frozen with SIGSTOP: a hung machine) while another job waits for node-a's device 0. The
-    ended job's node-a ranks must be gone before the waiting job's start there: sampled every
-    10 ms, the two jobs' ranks never live on the device at once. Before, the run that ended
-    the job freed node-a's device at once and the waiting job started there while the ended
-    job's ranks lived 0.7-1.7 s longer."""
+    """A job across node-a and node-b loses node-b while another job waits for node-a's
+    device 0: node-b's worker SIGKILLed, the whole node frozen with SIGSTOP (a hung machine),
+    its link taken down (a partition: it reaches neither node-a nor Postgres and Redis), or
+    its part of a script job exiting before the rendezvous (node-a's ranks wait in it). The
+    ended job's node-a processes must be gone before the waiting job's start there: sampled
+    every 10 ms, the two jobs' processes never live on the device at once. Before, the run
+    that ended the job freed node-a's device at once and the waiting job started there while
+    the ended job's ranks lived 0.7-1.7 s longer."""
     a, b = cluster["node-a"], cluster["node-b"]
     wait_devices(client, sum(DEVICES.values()))
     wait_leading(start_scheduler())  # the reaper's clock starts with its lead
-    long_config = {**SAE_CONFIG, "steps": 100_000, "checkpoint_interval": 100_000}
-    doomed = submit(client, "sae", long_config, [("node-a", 0), ("node-b", 0)])
-    wait_running_everywhere(client, b, doomed)
+    mark = tmp_path / "code" / "fault_at"
+    if fault == "rendezvous failure":
+        (tmp_path / "code" / "never_joins.py").write_text(NEVER_JOINS)
+        config = {"entrypoint": "never_joins.py", "args": [str(mark)]}
+        doomed = submit(client, "script", config, [("node-a", 0), ("node-b", 0)])
+    else:
+        long_config = {**SAE_CONFIG, "steps": 100_000, "checkpoint_interval": 100_000}
+        doomed = submit(client, "sae", long_config, [("node-a", 0), ("node-b", 0)])
+        wait_running_everywhere(client, b, doomed)
     waiting = submit(client, "sae", SAE_CONFIG, [("node-a", 0)])
     reason = client.get(f"/api/jobs/{waiting}").json()["queue"]["reason"]
-    assert f"held by job {doomed}" in reason, reason
+    assert f"held by job {doomed}" in reason or f"releasing from job {doomed}" in reason, reason
     frozen: list[psutil.Process] = []
+    link = ["ip", "-n", b.namespace, "link", "set", "eth0"]
     with DeviceWatch(a, [doomed, waiting]) as watch:
-        at = time.monotonic()
+        at = time.time()
         if fault == "worker killed":
             os.kill(b.worker_pid(), 9)
-        else:
+        elif fault == "node frozen":
             frozen = _tree(b.process.proc.pid)
             for process in frozen:
                 process.send_signal(signal.SIGSTOP)
+        elif fault == "link down":
+            subprocess.run([*link, "down"], check=True)
         try:
-            ended = wait_status(client, doomed, TERMINAL, timeout_s=LEASE_S + 15)
+            ended = wait_status(client, doomed, TERMINAL, timeout_s=LEASE_S + 60)
             assert ended["status"] in {"failed", "lost"}, ended
             # The cause is node-b's, never node-a's ranks losing their peer.
-            assert ended["error"].startswith("node node-b: "), ended["error"]
+            assert "node node-b: " in ended["error"].split("; then ")[0], ended["error"]
             started = wait_status(client, waiting, {"running", "succeeded"}, timeout_s=60)
             assert started["status"] in {"running", "succeeded"}, started
         finally:
             for process in frozen:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     process.send_signal(signal.SIGCONT)
+            if fault == "link down":
+                subprocess.run([*link, "up"], check=True)
         assert wait_status(client, waiting, TERMINAL, timeout_s=60)["status"] == "succeeded"
-    assert not watch.shared, f"two jobs' ranks on node-a/0 at once: {watch.shared[:3]}"
+    assert not watch.shared, f"two jobs' processes on node-a/0 at once: {watch.shared[:3]}"
+    if fault == "rendezvous failure":
+        at = float(mark.read_text())  # when node-b's part gave up
     given = watch.first_seen[waiting] - at
     print(f"{fault}: node-a/0 given to the waiting job {given:.2f} s after the fault")
     assert given <= 2 * LEASE_S + 10
