@@ -32,6 +32,8 @@ def gpus(url: UrlOption = "", as_json: JsonOption = False) -> None:
     for g in rows:
         holder = g["held_by"]
         held = f"job {holder['job_id']} ({holder['owner']})" if holder else ""
+        if holder and holder.get("releasing"):
+            held = f"releasing from {held}"
         if not holder and g["external_processes"]:
             held = "external process"
         listing.add_row(

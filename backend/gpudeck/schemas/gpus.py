@@ -13,6 +13,14 @@ class Holder(BaseModel):
     job_id: int
     job_name: str
     owner: str
+    releasing: bool = Field(
+        default=False,
+        description=(
+            "the job has ended but this device's node has not yet confirmed its processes are "
+            "gone (a job across nodes): no other job gets the device until it does, or until "
+            "that node's lease has passed"
+        ),
+    )
 
 
 class ExternalProcess(BaseModel):

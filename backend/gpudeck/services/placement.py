@@ -34,6 +34,7 @@ def candidates(views: Iterable[GpuPublic]) -> list[Candidate]:
             # A stale reading is no reading: the recommender excludes it as stale.
             memory_free_bytes=None if v.stale else v.memory_free_bytes,
             held_by_job_id=v.held_by.job_id if v.held_by else None,
+            releasing=bool(v.held_by and v.held_by.releasing),
             external_process=bool(v.external_processes),
             sample_age_s=v.sample_age_s,
         )

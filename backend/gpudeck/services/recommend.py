@@ -30,6 +30,7 @@ class Candidate:
     memory_total_bytes: int
     memory_free_bytes: int | None  # NVML's live reading; None before the first sample
     held_by_job_id: int | None = None
+    releasing: bool = False  # its holder ended; its node has not confirmed its ranks are gone
     external_process: bool = False
     sample_age_s: float | None = None
 
@@ -82,7 +83,8 @@ def exclusion(
     if node is not None and device.node != node:
         return out("other_node", f"on node {device.node}, not {node}")
     if device.held_by_job_id is not None:
-        return out("held_by_job", f"held by job {device.held_by_job_id}")
+        verb = "releasing from" if device.releasing else "held by"
+        return out("held_by_job", f"{verb} job {device.held_by_job_id}")
     if device.external_process:
         return out("external_process", "used by a process GPUDeck did not start")
     age = device.sample_age_s

@@ -10,8 +10,9 @@ import redis
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
-from gpudeck.models import Allocation, Device, Job
+from gpudeck.models import Allocation, Device, Job, JobStatus
 from gpudeck.schemas.gpus import ExternalProcess, GpuPublic, Holder
+from gpudeck.services import job_state
 from gpudeck.services.inventory import list_devices_with_holders
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.provider import Placement
@@ -107,13 +108,18 @@ def _view(
         name=device.name,
         source=device.source,
         memory_total_bytes=device.memory_total_bytes,
-        held_by=Holder(job_id=job.id, job_name=job.name, owner=job.owner) if job else None,
+        held_by=_holder(job) if job else None,
         external_processes=external,
         last_seen_at=device.last_seen_at,
         sampled_at=sample.sampled_at if reading and sample else None,
         sample_age_s=None if age is None else round(max(0.0, age), 3),
         stale=stale,
     )
+
+
+def _holder(job: Job) -> Holder:
+    ended = JobStatus(job.status) in job_state.TERMINAL
+    return Holder(job_id=job.id, job_name=job.name, owner=job.owner, releasing=ended)
 
 
 def live_placements(session: Session, node: str) -> dict[str, Placement]:

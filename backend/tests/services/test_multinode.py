@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import redis
 from harness import register_devices
 from pydantic import ValidationError
 from sqlalchemy import text
@@ -17,6 +18,7 @@ from gpudeck.services.inventory import list_nodes
 from gpudeck.services.multinode import Part
 from gpudeck.services.nodes import NodeOffline, issue_token, token_admits
 from gpudeck.services.reaper import reap_lost
+from gpudeck.services.telemetry import device_views
 
 CONFIG = {"steps": 10, "batch_size": 64}
 
@@ -129,7 +131,7 @@ LIVE = "SELECT node FROM allocations WHERE released_at IS NULL ORDER BY node"
 
 
 def test_one_node_failing_fails_the_job_and_each_node_frees_its_devices_when_its_ranks_are_gone(
-    db: Session, two_nodes: None
+    db: Session, two_nodes: None, redis_client: redis.Redis
 ) -> None:
     """Ending a job and freeing its devices are two steps (Slurm's completing): alpha's
     ranks may still run when beta's failure ends the job, so alpha's device stays held
@@ -141,6 +143,11 @@ def test_one_node_failing_fails_the_job_and_each_node_frees_its_devices_when_its
     assert ended is not None and ended.status == JobStatus.failed
     assert ended.error == "on node beta: rank 1 failed"
     assert db.scalars(text(LIVE)).all() == ["alpha"]  # beta's is free: its ranks are gone
+    # The board and the CLI show alpha's device releasing, not free and not simply held.
+    holders = {(v.node, v.index): v.held_by for v in device_views(db, redis_client)}
+    assert holders[("beta", 0)] is None
+    alpha = holders[("alpha", 0)]
+    assert alpha is not None and alpha.job_id == job.id and alpha.releasing
     assert runs.heartbeat(db, [job.id], "alpha") == {}  # alpha's runner is told to stop
     assert multinode.confirm_part(db, job.id, "alpha") == 1
     db.commit()

@@ -1069,6 +1069,12 @@ export interface components {
             job_name: string;
             /** Owner */
             owner: string;
+            /**
+             * Releasing
+             * @description the job has ended but this device's node has not yet confirmed its processes are gone (a job across nodes): no other job gets the device until it does, or until that node's lease has passed
+             * @default false
+             */
+            releasing?: boolean;
         };
         /**
          * JobCreate

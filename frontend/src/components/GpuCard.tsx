@@ -8,6 +8,18 @@ import { SeriesSparkline } from "./SeriesSparkline";
 import { SourceBadge } from "./SourceBadge";
 
 export function Holder({ gpu }: { gpu: Gpu }) {
+  if (gpu.held_by?.releasing) {
+    // The job ended, but this node has not yet confirmed its processes are gone.
+    return (
+      <span
+        className="holder releasing"
+        data-testid="holder"
+        title="the job has ended; the device frees once its node confirms the job's processes are gone"
+      >
+        releasing from <Link to={`/jobs/${gpu.held_by.job_id}`}>#{gpu.held_by.job_id}</Link>
+      </span>
+    );
+  }
   if (gpu.held_by) {
     return (
       <span className="holder held" data-testid="holder">

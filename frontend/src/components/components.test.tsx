@@ -52,6 +52,13 @@ describe("GpuCard", () => {
     expect(screen.getByTestId("holder")).toHaveTextContent("big-sweep #12 · ana");
   });
 
+  it("shows a device whose ended job's node has not confirmed as releasing, not free", () => {
+    const held_by = { job_id: 12, job_name: "big-sweep", owner: "ana", releasing: true };
+    renderCard(makeGpu({ held_by }));
+    expect(screen.getByTestId("holder")).toHaveTextContent("releasing from #12");
+    expect(screen.getByTestId("holder")).not.toHaveTextContent("idle");
+  });
+
   it("lists the device's processes, a job's rank linked and an external one flagged busy", () => {
     renderCard(
       makeGpu({
