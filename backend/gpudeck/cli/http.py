@@ -87,5 +87,8 @@ def gib(n: int | None) -> str:
 
 
 def size(n: int) -> str:
-    """GiB from 1 GiB up, MiB below: a rank's few hundred MiB stay readable."""
-    return f"{n / 1024**3:.3g} GiB" if n >= 1024**3 else f"{n / 1024**2:.0f} MiB"
+    """GiB from 1 GiB up, MiB below, KiB below 1 MiB: a rank's few hundred MiB stay readable
+    and a small checkpoint is not "0 MiB"."""
+    if n >= 1024**3:
+        return f"{n / 1024**3:.3g} GiB"
+    return f"{n / 1024**2:.0f} MiB" if n >= 1024**2 else f"{n / 1024:.0f} KiB"

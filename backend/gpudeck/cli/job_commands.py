@@ -1,4 +1,4 @@
-"""`gpudeck show JOB`, `gpudeck logs JOB` and `gpudeck resume JOB`: one job, over HTTP."""
+"""`gpudeck show JOB`, `logs JOB`, `checkpoints JOB` and `resume JOB`: one job, over HTTP."""
 
 from __future__ import annotations
 
@@ -179,6 +179,28 @@ def resume(
         wait_for(url, job["id"])
 
 
+def checkpoints(job_id: JobArg, url: UrlOption = "", as_json: JsonOption = False) -> None:
+    """A job's checkpoints, newest first: step, loss, size, files, and where they are when
+    they are on another node's disk (the API cannot serve those: copy them from there)."""
+    url = url or default_url()
+    listed = request("GET", url, f"/api/jobs/{job_id}/checkpoints")
+    if as_json:
+        print(json.dumps(listed, indent=2))
+        return
+    if not listed:
+        console.print(f"job {job_id} has no checkpoint yet")
+        return
+    table = Table("step", "loss", "size", "files", "download", box=None)
+    for c in reversed(listed):
+        loss = "-" if c["loss"] is None else f"{c['loss']:.4g}"
+        where = f"{url.rstrip('/')}/api/jobs/{job_id}/checkpoints/{c['step']}/files/<file>"
+        if c["location"]:
+            where = f"copy from {c['location']}"
+        names = ", ".join(f["name"] for f in c["files"])
+        table.add_row(str(c["step"]), loss, size(c["size_bytes"]), names, where)
+    console.print(table)
+
+
 def register(app: typer.Typer) -> None:
-    for command in (show, logs, resume):
+    for command in (show, logs, checkpoints, resume):
         app.command()(command)

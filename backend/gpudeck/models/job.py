@@ -132,6 +132,12 @@ class Checkpoint(Base):
     path: Mapped[str] = mapped_column(String(1024))
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     files: Mapped[list[str]] = mapped_column(JSONB)
+    # Where the bytes are: the node whose rank 0 wrote it, the directory there, and each file's
+    # size as that node saw it (an API on another machine cannot stat them). None in rows
+    # written before migration 0013.
+    node: Mapped[str | None] = mapped_column(String(255))
+    node_path: Mapped[str | None] = mapped_column(String(4096))
+    file_sizes: Mapped[dict[str, int] | None] = mapped_column(JSONB)
     loss: Mapped[float | None] = mapped_column(Float)
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

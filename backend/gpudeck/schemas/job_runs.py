@@ -22,7 +22,9 @@ class MetricsPublic(BaseModel):
 class CheckpointFilePublic(BaseModel):
     name: str
     size_bytes: int
-    url: str
+    url: str | None = Field(
+        description="where to download it; null when it is on another node's disk (see location)"
+    )
 
 
 class CheckpointFields(BaseModel):
@@ -39,6 +41,13 @@ class CheckpointFields(BaseModel):
 
 class CheckpointPublic(CheckpointFields):
     files: list[CheckpointFilePublic]
+    node: str | None = Field(description="the node whose disk holds it (null: an older row)")
+    location: str | None = Field(
+        description=(
+            "node:directory, when this API cannot serve the files (they are on another node's "
+            "disk): copy them from there"
+        )
+    )
 
 
 class JobResume(BaseModel):

@@ -6,6 +6,7 @@ stay inside it, whatever a row or a request says.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import select
@@ -68,6 +69,21 @@ def newest_complete(session: Session, job_id: int, data_dir: Path) -> Path | Non
     return None
 
 
+class CheckpointElsewhere(NotFound):
+    """The file is listed, but on another node's disk, which this API cannot read."""
+
+    def __init__(self, job_id: int, row: Checkpoint, name: str) -> None:
+        super().__init__(
+            message=(
+                f"job {job_id}'s checkpoint at step {row.step} is on node {row.node}, in "
+                f"{row.node_path}; this API runs on another machine and cannot read it: copy "
+                f"{name} from there (or share the data directory between the nodes)"
+            ),
+            field="checkpoint",
+            code="checkpoint_on_another_node",
+        )
+
+
 def checkpoint_file(session: Session, job_id: int, step: int, name: str, data_dir: Path) -> Path:
     """The file `name` of a job's checkpoint at `step`; only files the row lists are served."""
     row = session.scalar(
@@ -80,16 +96,28 @@ def checkpoint_file(session: Session, job_id: int, step: int, name: str, data_di
     if name not in row.files:
         raise CheckpointNotFound(job_id, f"file {name!r} in its checkpoint at step {step}")
     path = inside(data_dir, f"{row.path}/{name}")
-    if path is None or not path.is_file():
-        raise CheckpointNotFound(job_id, f"file {name!r} on disk for step {step}")
-    return path
+    if path is not None and path.is_file():
+        return path
+    if row.node is not None and row.node_path is not None:
+        raise CheckpointElsewhere(job_id, row, name)
+    raise CheckpointNotFound(job_id, f"file {name!r} on disk for step {step}")
 
 
-def file_sizes(data_dir: Path, row: Checkpoint) -> dict[str, int]:
-    """Each listed file of a checkpoint with its size on disk (0 if it has gone)."""
+@dataclass(frozen=True)
+class ListedFile:
+    name: str
+    size_bytes: int  # as the node that wrote it saw it (or this disk, for older rows)
+    here: bool  # on this API's disk, so it can be downloaded from it
+
+
+def listed_files(data_dir: Path, row: Checkpoint) -> list[ListedFile]:
+    """Each file a checkpoint lists, with its size and whether this API's disk holds it."""
     directory = inside(data_dir, row.path)
-    sizes = {}
+    reported = row.file_sizes or {}
+    files = []
     for name in row.files:
         path = directory / name if directory is not None else None
-        sizes[name] = path.stat().st_size if path is not None and path.is_file() else 0
-    return sizes
+        here = path is not None and path.is_file()
+        size = path.stat().st_size if here and path is not None else reported.get(name, 0)
+        files.append(ListedFile(name, int(size), here))
+    return files

@@ -31,6 +31,9 @@ class CheckpointRecord:
     files: list[str]
     size_bytes: int
     loss: float | None
+    node: str | None = None  # the node that wrote it
+    node_path: str | None = None  # its directory on that node
+    file_sizes: dict[str, int] | None = None
 
 
 def record_metrics(
@@ -84,6 +87,9 @@ def record_checkpoint(session: Session, job_id: int, record: CheckpointRecord) -
         files=record.files,
         size_bytes=record.size_bytes,
         loss=record.loss,
+        node=record.node,
+        node_path=record.node_path,
+        file_sizes=record.file_sizes,
     )
     session.execute(
         stmt.on_conflict_do_update(
@@ -93,6 +99,9 @@ def record_checkpoint(session: Session, job_id: int, record: CheckpointRecord) -
                 "files": stmt.excluded.files,
                 "size_bytes": stmt.excluded.size_bytes,
                 "loss": stmt.excluded.loss,
+                "node": stmt.excluded.node,
+                "node_path": stmt.excluded.node_path,
+                "file_sizes": stmt.excluded.file_sizes,
                 "deleted_at": None,
             },
         )

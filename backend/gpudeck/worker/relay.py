@@ -104,8 +104,10 @@ class EventRelay:
         data_dir: Path,
         run_dir: Path,
         world_size: int,
+        node: str | None = None,
     ) -> None:
         self.job_id = job_id
+        self.node = node  # where this relay runs: the job's first node, which rank 0's files are on
         self.client = client
         self.factory = factory
         self.data_dir = data_dir.resolve()
@@ -319,10 +321,22 @@ class EventRelay:
             log.warning("job %s: ignoring checkpoint event for %s", self.job_id, path)
             return None
         # Hidden names are GPUDeck's own markers, not checkpoint files.
-        files = sorted(p.name for p in directory.iterdir() if p.is_file() and p.name[0] != ".")
-        size = sum((directory / name).stat().st_size for name in files)
+        sizes = {
+            p.name: p.stat().st_size
+            for p in sorted(directory.iterdir())
+            if p.is_file() and p.name[0] != "."
+        }
         relative = str(directory.relative_to(self.data_dir))
-        return CheckpointRecord(step, relative, files, size, self.last_loss)
+        return CheckpointRecord(
+            step,
+            relative,
+            list(sizes),
+            sum(sizes.values()),
+            self.last_loss,
+            node=self.node,
+            node_path=str(directory),
+            file_sizes=sizes,
+        )
 
     def _steps_on_disk(self) -> list[int]:
         root = self.data_dir / "checkpoints" / str(self.job_id)

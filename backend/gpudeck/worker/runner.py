@@ -346,6 +346,7 @@ class JobRunner:
                 self.settings.data_dir,
                 self.run_dir,
                 max(plan.world_size, group.local_ranks),  # a script may run several per device
+                node=self.node,
             )
             if plan.leads
             else None

@@ -44,6 +44,13 @@ def test_submit_wait_show_logs_and_resume_of_a_job_that_succeeds(
     rank1 = cli("logs", str(job), "--rank", "1")
     assert "rank 1 joined the process group" in rank1.stdout
 
+    saved = cli("checkpoints", str(job))
+    assert saved.returncode == 0, saved.stderr
+    steps = [line.split()[0] for line in saved.stdout.splitlines()[1:] if line.strip()]
+    assert steps == ["30", "20", "10"], saved.stdout  # newest first; the default keeps 3
+    assert "sae_weights.safetensors" in saved.stdout and "KiB" in saved.stdout
+    assert f"/api/jobs/{job}/checkpoints/30/files/" in saved.stdout  # on this API's disk
+
     resumed = cli("resume", str(job), "--wait")
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming job {job}" in resumed.stdout

@@ -308,6 +308,21 @@ def test_two_nodes_train_as_one_run_a_torchrun_script_and_end_together(
     ]
     logged = {e.data.get("rank") for e in events if e.type == "log"}
     assert {0, 1, 2, 3} <= logged, logged
+    # The checkpoint is on node-a's disk, which the API cannot read: the list says so, with the
+    # sizes node-a saw and where to copy it from, and a download names that place (before:
+    # every size 0 and a bare 404).
+    listed = client.get(f"/api/jobs/{across}/checkpoints").json()
+    assert listed, "no checkpoint listed"
+    newest = listed[-1]
+    on_a = a.data_dir.resolve() / newest["path"]
+    assert newest["node"] == "node-a" and newest["location"] == f"node-a:{on_a}"
+    assert {f["name"]: f["size_bytes"] for f in newest["files"]} == {
+        f.name: f.stat().st_size for f in on_a.iterdir() if not f.name.startswith(".")
+    }
+    assert newest["size_bytes"] == sum(f["size_bytes"] for f in newest["files"]) > 0
+    assert all(f["url"] is None for f in newest["files"])
+    fetched = client.get(f"/api/jobs/{across}/checkpoints/{newest['step']}/files/cfg.json")
+    assert fetched.status_code == 404 and f"on node node-a, in {on_a}" in fetched.text, fetched.text
     ours, reference = final_weights(a, across), final_weights(b, alone)
     assert ours.keys() == reference.keys()
     for name, tensor in ours.items():

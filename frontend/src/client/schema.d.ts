@@ -301,7 +301,9 @@ export interface paths {
         };
         /**
          * List Checkpoints
-         * @description Live checkpoints, oldest first; each file downloads from its `url`.
+         * @description Live checkpoints, oldest first; each file downloads from its `url`. A checkpoint on
+         *     another node's disk (the API runs elsewhere, no shared data directory) lists the sizes that
+         *     node reported, no `url`, and its `location` to copy it from.
          */
         get: operations["list_checkpoints_api_jobs__job_id__checkpoints_get"];
         put?: never;
@@ -703,8 +705,11 @@ export interface components {
             name: string;
             /** Size Bytes */
             size_bytes: number;
-            /** Url */
-            url: string;
+            /**
+             * Url
+             * @description where to download it; null when it is on another node's disk (see location)
+             */
+            url: string | null;
         };
         /** CheckpointPublic */
         CheckpointPublic: {
@@ -715,8 +720,18 @@ export interface components {
             created_at: string;
             /** Files */
             files: components["schemas"]["CheckpointFilePublic"][];
+            /**
+             * Location
+             * @description node:directory, when this API cannot serve the files (they are on another node's disk): copy them from there
+             */
+            location: string | null;
             /** Loss */
             loss: number | null;
+            /**
+             * Node
+             * @description the node whose disk holds it (null: an older row)
+             */
+            node: string | null;
             /**
              * Path
              * @description relative to the data directory

@@ -16,7 +16,7 @@ afterEach(() => vi.unstubAllGlobals());
 const at = new Date().toISOString();
 const metrics = (...steps: number[]) =>
   json({ items: steps.map((step) => ({ step, metrics: { overall_loss: 1 / step }, created_at: at })), last_step: steps.at(-1) ?? null });
-const checkpoint = { step: 50, path: "x", size_bytes: 1, loss: 0.5, created_at: at, files: [] };
+const checkpoint = { step: 50, path: "x", size_bytes: 1, loss: 0.5, created_at: at, files: [], node: "vm", location: null };
 
 function jobPage(job: ReturnType<typeof makeJob>, extra: Record<string, (request: Request) => Response> = {}) {
   const api = stubApi({
@@ -49,6 +49,21 @@ describe("JobDetail actions", () => {
     await screen.findByTestId("run-again");
     await waitFor(() => expect(screen.getByText(/None yet/)).toBeInTheDocument());
     expect(screen.queryByTestId("resume")).toBeNull();
+  });
+
+  it("lists a checkpoint on another node's disk with its sizes and where to copy it from, with no dead link", async () => {
+    const elsewhere = {
+      ...checkpoint,
+      size_bytes: 3 * 1024 ** 2,
+      files: [{ name: "sae_weights.safetensors", size_bytes: 3 * 1024 ** 2, url: null }],
+      node: "node-a",
+      location: "node-a:/srv/gpudeck/checkpoints/7/step_50",
+    };
+    jobPage(makeJob({ status: "succeeded", finished_at: at }), { "GET /api/jobs/7/checkpoints": () => json([elsewhere]) });
+    const location = await screen.findByTestId("checkpoint-location");
+    expect(location).toHaveTextContent("on node node-a's disk, not this server's: copy it from node-a:/srv/gpudeck/checkpoints/7/step_50");
+    expect(screen.getByText("sae_weights.safetensors").closest("a")).toBeNull();
+    expect(screen.getByTestId("checkpoints")).toHaveTextContent("3.0 MiB");
   });
 
   it("offers Resume for a cancelled job with a checkpoint, and says duration, not running for", async () => {

@@ -221,21 +221,31 @@ def list_segments(job: OwnedJob, session: SessionDep) -> list[JobSegmentPublic]:
 def list_checkpoints(
     job: OwnedJob, session: SessionDep, settings: SettingsDep
 ) -> list[CheckpointPublic]:
-    """Live checkpoints, oldest first; each file downloads from its `url`."""
-    return [
-        CheckpointPublic(
-            **CheckpointFields.model_validate(c).model_dump(),
-            files=[
-                CheckpointFilePublic(
-                    name=name,
-                    size_bytes=size,
-                    url=f"/api/jobs/{job.id}/checkpoints/{c.step}/files/{name}",
-                )
-                for name, size in checkpoints.file_sizes(settings.data_dir, c).items()
-            ],
+    """Live checkpoints, oldest first; each file downloads from its `url`. A checkpoint on
+    another node's disk (the API runs elsewhere, no shared data directory) lists the sizes that
+    node reported, no `url`, and its `location` to copy it from."""
+    listed = []
+    for c in checkpoints.list_checkpoints(session, job.id):
+        files = checkpoints.listed_files(settings.data_dir, c)
+        elsewhere = c.node is not None and not all(f.here for f in files)
+        listed.append(
+            CheckpointPublic(
+                **CheckpointFields.model_validate(c).model_dump(),
+                files=[
+                    CheckpointFilePublic(
+                        name=f.name,
+                        size_bytes=f.size_bytes,
+                        url=f"/api/jobs/{job.id}/checkpoints/{c.step}/files/{f.name}"
+                        if f.here
+                        else None,
+                    )
+                    for f in files
+                ],
+                node=c.node,
+                location=f"{c.node}:{c.node_path}" if elsewhere else None,
+            )
         )
-        for c in checkpoints.list_checkpoints(session, job.id)
-    ]
+    return listed
 
 
 @router.get("/{job_id}/checkpoints/{step}/files/{name}", responses=NOT_FOUND)

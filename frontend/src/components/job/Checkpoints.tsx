@@ -7,16 +7,25 @@ import { formatAge, formatBytes, formatCompact } from "../../lib/format";
 
 function CheckpointLink({ file }: { file: CheckpointFile }) {
   const [error, setError] = useState<string | null>(null);
+  const url = file.url;
+  if (url === null) {
+    // On another node's disk: listed with the size that node reported, not offered as a link.
+    return (
+      <span className="file-link elsewhere" title={formatBytes(file.size_bytes)}>
+        {file.name}
+      </span>
+    );
+  }
   return (
     <a
       className="file-link"
-      href={file.url}
+      href={url}
       download={file.name}
       title={error ?? formatBytes(file.size_bytes)}
       onClick={(event) => {
         if (!getAuthToken()) return; // a plain download works without a token
         event.preventDefault();
-        downloadFile(file.url, file.name).catch((e: Error) => setError(e.message));
+        downloadFile(url, file.name).catch((e: Error) => setError(e.message));
       }}
     >
       {file.name}
@@ -62,6 +71,12 @@ export function Checkpoints({ job, resumesFromOutput = false }: { job: Job; resu
                       <CheckpointLink key={f.name} file={f} />
                     ))}
                     <span className="muted small">{formatBytes(c.size_bytes)}</span>
+                    {c.location && (
+                      <div className="muted small" data-testid="checkpoint-location">
+                        on node {c.node}'s disk, not this server's: copy it from{" "}
+                        <code className="mono">{c.location}</code>
+                      </div>
+                    )}
                   </td>
                   <td>{formatAge(c.created_at)} ago</td>
                 </tr>
