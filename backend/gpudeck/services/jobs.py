@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from gpudeck.services.allocation import (
     reserve,
     reserve_count,
 )
+from gpudeck.services.config_errors import config_errors
 from gpudeck.services.errors import (
     Conflict,
     Forbidden,
@@ -52,15 +52,6 @@ from gpudeck.services.submit_checks import (
 )
 from gpudeck.services.users import may_run_code
 
-# pydantic names the branch of a union an error is about in its loc ("constrained-int",
-# "literal['auto']", a model's class name): not a field the user can write.
-_UNION_TAG = re.compile(r"^(constrained-)?(int|float|str|bool)$|^[a-z-]+\[|^[A-Z]")
-
-
-def _field_path(loc: tuple[int | str, ...]) -> str:
-    parts = [str(p) for p in loc if isinstance(p, int) or not _UNION_TAG.match(p)]
-    return ".".join(["config", *parts])
-
 
 def validate_config(kind_name: str, config: dict[str, Any], world_size: int) -> dict[str, Any]:
     """The kind's own model validates the config; errors come back with their field paths."""
@@ -74,8 +65,7 @@ def validate_config(kind_name: str, config: dict[str, Any], world_size: int) -> 
         # int, true is not a number), whatever the kind's own model_config says.
         model = kind.config_model.model_validate_json(json.dumps(config), strict=True)
     except ValidationError as exc:
-        errors = [(_field_path(err["loc"]), err["msg"]) for err in exc.errors()]
-        raise InvalidInput(list(dict.fromkeys(errors))) from None
+        raise InvalidInput(config_errors(kind.config_model, exc)) from None
     if kind.batch_size_field:
         batch = getattr(model, kind.batch_size_field)
         if batch % world_size:
