@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from gpudeck.cli.http import JsonOption, UrlOption, console, default_url, request
-from gpudeck.cli.scheduling import relative_start
+from gpudeck.cli.scheduling import start_of
 
 
 def devices_text(job: dict[str, Any]) -> str:
@@ -52,7 +52,7 @@ def queue(
         table.add_row(
             str(info.get("position", "")), str(job["id"]), job["name"] or job["kind"],
             job["owner"], str(job["priority"]), devices_text(job), info.get("reason", ""),
-            relative_start(info.get("expected_start_at")),
+            start_of(info),
         )  # fmt: skip
     console.print(table)
     console.print(f"{page['total']} waiting")

@@ -86,25 +86,36 @@ def scheduling_body(
     return body
 
 
-def relative_start(iso: str | None, now: datetime | None = None) -> str:
-    """An expected start as a person reads it: `now`, `in ~12 min`, `in ~3 h`, or `unknown`."""
+def relative_start(
+    iso: str | None, now: datetime | None = None, *, from_time_limits: bool = False
+) -> str:
+    """An expected start as a person reads it: `now`, `in ~12 min`, `in ~3 h`, or `unknown`;
+    `within ~3 h` when a job ahead is counted for its whole time limit (no measured rate yet:
+    it likely starts sooner)."""
     if not iso:
         return "unknown"
     seconds = (datetime.fromisoformat(iso) - (now or datetime.now(UTC))).total_seconds()
     if seconds < 30:
         return "now"
+    word = "within" if from_time_limits else "in"
     if seconds < 5400:
-        return f"in ~{max(1, round(seconds / 60))} min"
+        return f"{word} ~{max(1, round(seconds / 60))} min"
     if seconds < 172800:
-        return f"in ~{round(seconds / 3600)} h"
-    return f"in ~{round(seconds / 86400)} d"
+        return f"{word} ~{round(seconds / 3600)} h"
+    return f"{word} ~{round(seconds / 86400)} d"
+
+
+def start_of(info: dict[str, Any]) -> str:
+    """A waiting job's expected start from its `queue` info, as relative_start says it."""
+    bound = bool(info.get("expected_start_from_time_limits"))
+    return relative_start(info.get("expected_start_at"), from_time_limits=bound)
 
 
 def describe_submitted(job: dict[str, Any]) -> str:
     """One line for a job just submitted: where it runs, or why and where it waits."""
     info = job.get("queue")
     if job["status"] == "queued" and info:
-        start = relative_start(info["expected_start_at"])
+        start = start_of(info)
         return (
             f"job [bold]{job['id']}[/bold] queued at position {info['position']}: "
             f"{info['reason']} (expected start: {start})"

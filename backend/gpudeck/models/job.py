@@ -44,6 +44,7 @@ _STATUSES = ", ".join(f"'{s.value}'" for s in JobStatus)
 class JobProgress:
     step: int
     total: int | None  # None: the kind did not say how many steps
+    rate_per_s: float | None = None  # measured over the current run; None: not yet
 
 
 class Job(Base):
@@ -68,6 +69,9 @@ class Job(Base):
     rank_memory: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     progress_step: Mapped[int] = mapped_column(BigInteger, default=0)
     progress_total: Mapped[int | None] = mapped_column(BigInteger)
+    # Steps a second over the current run, measured by the worker's relay once its progress
+    # spans RATE_WINDOW_S (worker/relay.py); None before that, or for a kind that reports none.
+    progress_rate: Mapped[float | None] = mapped_column(Float)
     error: Mapped[str | None] = mapped_column(Text)
     cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -103,7 +107,7 @@ class Job(Base):
 
     @property
     def progress(self) -> JobProgress:
-        return JobProgress(self.progress_step, self.progress_total)
+        return JobProgress(self.progress_step, self.progress_total, self.progress_rate)
 
     @property
     def cancel_requested(self) -> bool:

@@ -148,6 +148,9 @@ class Progress(BaseModel):
 
     step: int
     total: int | None
+    rate_per_s: float | None = Field(
+        default=None, description="steps a second over the current run, once measured"
+    )
 
 
 ReasonCode = Literal[
@@ -162,7 +165,18 @@ class QueueInfo(BaseModel):
     reason_code: ReasonCode
     reason: str = Field(examples=["devices busy: vm/1 held by job 12"])
     expected_start_at: datetime | None = Field(
-        description="from the time limits of running jobs; null when unknown"
+        description=(
+            "from the measured rates of the running jobs ahead (steps left / steps a second), "
+            "the time limits of those without one, and how long the waiting ones' owners' "
+            "jobs usually run; null when unknown"
+        )
+    )
+    expected_start_from_time_limits: bool = Field(
+        default=False,
+        description=(
+            "some job ahead is counted for its whole time limit (no measured rate yet): the "
+            "job will likely start sooner than expected_start_at"
+        ),
     )
 
 

@@ -63,6 +63,7 @@ def record_progress(
     *,
     step: int | None = None,
     total: int | None = None,
+    rate: float | None = None,
     peak_memory_bytes: int | None = None,
 ) -> None:
     values: dict[str, object] = {}
@@ -70,6 +71,8 @@ def record_progress(
         values["progress_step"] = step
     if total is not None:
         values["progress_total"] = total
+    if rate is not None:
+        values["progress_rate"] = rate
     if peak_memory_bytes is not None:
         values["peak_memory_bytes"] = func.greatest(
             func.coalesce(Job.peak_memory_bytes, 0), peak_memory_bytes

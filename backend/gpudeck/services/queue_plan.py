@@ -66,10 +66,14 @@ class Holding:
     id: int
     owner: str
     devices: tuple[Key, ...]
-    ends_at: float  # its start plus its time limit: it holds nothing after
+    # When it is expected to end: from its measured rate, else from how long its owner's
+    # jobs ran against their limits (never past its time limit: `estimated`); or its start
+    # plus its time limit, by which it holds nothing.
+    ends_at: float
     priority: int = 0
     preemptible: bool = False  # running and marked preemptible: may be stopped for a higher one
     stopping: bool = False  # its preemption was already asked for: it frees its devices soon
+    estimated: bool = False  # ends_at is an estimate, not its time limit
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,9 @@ class Info:
     reason_code: ReasonCode
     reason: str
     expected_start: float | None  # same clock as `now`; None: unknown
+    # True when some job ahead is counted for its whole time limit (no measured rate yet):
+    # the job will likely start sooner than `expected_start`.
+    from_time_limits: bool = False
 
 
 @dataclass
@@ -171,6 +178,8 @@ class _State:
         for d in sorted(devices, key=lambda d: (d.node, d.index)):
             self.by_node.setdefault(d.node, []).append(d)
         ends = {k: h.ends_at for h in holding for k in h.devices}
+        # Devices whose `avail` is a time limit (an upper bound), not an estimate.
+        self.bound: set[Key] = {k for h in holding if not h.estimated for k in h.devices}
         self.holder: dict[Key, int | None] = {d.key: d.holder for d in devices}
         # When each device is (expected to be) free: now, a holder's end, or never.
         self.avail: dict[Key, float] = {}
@@ -211,14 +220,18 @@ class _State:
                 self.free_count[d.node] -= 1
                 self.free_total -= 1
             self.holder[d.key] = job_id
-            self.set_avail(d, until)
+            self.set_avail(d, until, bound=True)
         self.reasons.clear()
 
-    def set_avail(self, dev: Dev, when: float) -> None:
+    def set_avail(self, dev: Dev, when: float, *, bound: bool) -> None:
         row = self.profile[dev.node]
         row.remove((self.avail[dev.key], dev.index, dev.key))
         self.avail[dev.key] = when
         bisect.insort(row, (when, dev.index, dev.key))
+        if bound:
+            self.bound.add(dev.key)
+        else:
+            self.bound.discard(dev.key)
 
     def candidates(self, job: Waiting) -> list[Dev] | None:
         """The devices the job may use at all; None when it names one that does not exist.
@@ -549,7 +562,7 @@ def _claim(
     state.claimed.update(h.id for h in victims)
     for d in mine:
         state.holder[d.key] = job.id
-        state.set_avail(d, until)
+        state.set_avail(d, until, bound=True)
     state.used[job.owner] += job.world_size
 
 
@@ -563,14 +576,20 @@ def plan(
     quotas: Mapping[str, Quota] | None = None,
     policy: Policy | None = None,
     explain: bool = True,
+    run_shares: Mapping[str, float] | None = None,
 ) -> Plan:
     """Decide which waiting jobs start now, which are cancelled, and why the others wait.
 
     `explain=False` (the scheduler's latency-critical passes) decides the same starts,
     cancels and preemptions but skips what only explains: past the first blocked job (the
     reservation backfill protects), a job that cannot start gets no expected start, and the
-    devices are not reserved ahead for it (only `infos` and `free_at` differ)."""
+    devices are not reserved ahead for it (only `infos` and `free_at` differ).
+
+    `run_shares`: per owner, the share of its time limit a job of theirs is expected to run
+    (services.queue.run_shares), for the expected starts of the jobs behind a waiting one;
+    an owner without one: the whole limit."""
     usage = usage or {}
+    run_shares = run_shares or {}
     quotas = quotas or {}
     policy = policy or Policy()
     state = _State(devices, holding, now)
@@ -649,13 +668,17 @@ def plan(
         if shadow is None:
             shadow = (job.id, when, set(keys))
             first_blocked = job
-        # Later jobs see these devices taken from `when` for this job's limit (an estimate for
-        # their expected start; only the first reservation is protected, as in EASY).
+        # Later jobs see these devices taken from `when` for as long as this job is expected
+        # to run (for their expected start; only the first reservation is protected, as in
+        # EASY, and it is protected from `when` on whatever the estimate).
+        from_limits = any(k in state.bound for k in keys)
+        share = run_shares.get(job.owner)
+        run = job.time_limit_s * (share if share is not None else 1.0)
         for k in keys:
-            if state.avail[k] < when + job.time_limit_s:
-                state.set_avail(state.devs[k], when + job.time_limit_s)
+            if state.avail[k] < when + run:
+                state.set_avail(state.devs[k], when + run, bound=from_limits or share is None)
         expected = None if math.isinf(when) else when
-        out.infos[job.id] = Info(position, code, why or "devices busy", expected)
+        out.infos[job.id] = Info(position, code, why or "devices busy", expected, from_limits)
     out.free_at = state.avail
     return out
 

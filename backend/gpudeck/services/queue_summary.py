@@ -72,6 +72,7 @@ def compute(
         quotas=quotas,
         policy=policy,
         explain=explain,
+        run_shares=queue.run_shares(session) if explain else None,
     )
     counts = Counter((j.priority, usage.get(j.owner, 0.0)) for j in waiting if j.id in out.infos)
     free_at: dict[str, dict[str, float | None]] = {}

@@ -50,11 +50,35 @@ class RankError:
     traceback: str
 
 
+# The rate is measured over at least this long: the first steps of a run (compiling, warming
+# caches) are not its pace.
+RATE_WINDOW_S = 10.0
+
+
+class ProgressRate:
+    """Steps a second over this run: from the first progress event this relay saw (a resumed
+    job's first step is its checkpoint's, not 0) to the newest, once they are RATE_WINDOW_S
+    apart."""
+
+    def __init__(self) -> None:
+        self._first: tuple[float, int] | None = None
+
+    def add(self, now: float, step: int) -> float | None:
+        if self._first is None:
+            self._first = (now, step)
+            return None
+        since, first_step = self._first
+        if now - since < RATE_WINDOW_S or step <= first_step:
+            return None
+        return (step - first_step) / (now - since)
+
+
 @dataclass
 class _Pending:
     metrics: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     step: int | None = None
     total: int | None = None
+    rate: float | None = None
     peak_memory_bytes: int | None = None
     checkpoints: list[CheckpointRecord] = field(default_factory=list)
     # Some rows were in a write that failed: it may have committed all the same.
@@ -73,7 +97,7 @@ class _Pending:
         self.retried = True
         self.checkpoints[:0] = older.checkpoints
         if self.step is None:
-            self.step, self.total = older.step, older.total
+            self.step, self.total, self.rate = older.step, older.total, older.rate
         if older.peak_memory_bytes is not None:
             self.peak_memory_bytes = max(older.peak_memory_bytes, self.peak_memory_bytes or 0)
 
@@ -120,6 +144,7 @@ class EventRelay:
         self._dropped = _Dropped()
         self._metric_steps: set[int] = set()
         self._progress_step = 0
+        self._rate = ProgressRate()
         self._map_progress = MapProgress()
         self._log_offsets = dict.fromkeys(range(world_size), 0)
         self._redis_warned_at: float | None = None
@@ -237,6 +262,7 @@ class EventRelay:
                 self.job_id,
                 step=pending.step,
                 total=pending.total,
+                rate=pending.rate,
                 peak_memory_bytes=pending.peak_memory_bytes,
             )
             for record in pending.checkpoints:
@@ -313,6 +339,7 @@ class EventRelay:
             return  # a re-sent older event: progress never goes back
         self._progress_step = self._pending.step = step
         self._pending.total = total
+        self._pending.rate = self._rate.add(time.monotonic(), step) or self._pending.rate
 
     def _checkpoint(self, data: dict[str, Any]) -> CheckpointRecord | None:
         step, path = int(data.get("step", 0)), str(data.get("path", ""))

@@ -234,3 +234,35 @@ def test_the_schedulers_pass_only_decides_and_the_views_explain(
     assert decided.starts == explained.starts == []
     assert set(explained.infos) == {first["id"], second["id"]}
     assert set(decided.infos) == {first["id"]}  # the first blocked job holds the reservation
+
+
+def test_the_expected_start_uses_a_running_jobs_measured_rate_not_its_whole_limit(
+    client: TestClient, db: Session, devices: str
+) -> None:
+    """A job at 5,070 of 6,000 steps, at 15 steps a second, frees its device in about a
+    minute: the job waiting for it is told so (before: its whole 24 h limit, "in ~24 h").
+    Without a measured rate the limit is all there is, and the answer says it is a bound."""
+    holder = make_job(db, devices=[0])
+    db.execute(
+        text(
+            "UPDATE jobs SET status = 'running', started_at = now() - interval '338 s', "
+            "time_limit_s = 86400, progress_step = 5070, progress_total = 6000, "
+            "progress_rate = 15 WHERE id = :j"
+        ),
+        {"j": holder.id},
+    )
+    db.commit()
+    job = _submit(client, devices=[{"index": 0}])
+    place = job["queue"]
+    assert isinstance(place, dict)
+    expected = datetime.fromisoformat(place["expected_start_at"])
+    now = db.execute(text("SELECT now()")).scalar_one()
+    assert abs((expected - now).total_seconds() - 62) < 10, expected - now
+    assert place["expected_start_from_time_limits"] is False
+
+    db.execute(text("UPDATE jobs SET progress_rate = NULL WHERE id = :j"), {"j": holder.id})
+    db.commit()
+    place = client.get(f"/api/jobs/{job['id']}").json()["queue"]
+    expected = datetime.fromisoformat(place["expected_start_at"])
+    assert abs((expected - now).total_seconds() - (86400 - 338)) < 10, expected - now
+    assert place["expected_start_from_time_limits"] is True

@@ -44,3 +44,11 @@ def test_expected_start_reads_relative(delta: timedelta, text: str) -> None:
 
 def test_unknown_expected_start() -> None:
     assert relative_start(None, now=NOW) == "unknown"
+
+
+def test_an_expected_start_counted_from_time_limits_reads_as_a_bound() -> None:
+    """A job ahead with no measured rate yet is counted for its whole limit: the job likely
+    starts sooner, and the CLI says "within" rather than promising a time."""
+    at = (NOW + timedelta(hours=3)).isoformat()
+    assert relative_start(at, now=NOW, from_time_limits=True) == "within ~3 h"
+    assert relative_start(at, now=NOW) == "in ~3 h"
