@@ -25,14 +25,30 @@ export function parseJobIds(text: string): number[] {
 }
 
 /** An expected start relative to now: "now", "in ~12 min", "in ~3 h", "in ~2 d", or "unknown". */
-export function formatExpectedStart(iso: string | null | undefined, now = Date.now()): string {
+export function formatExpectedStart(iso: string | null | undefined, now = Date.now(), fromTimeLimits = false): string {
   if (!iso) return "unknown";
   const seconds = (Date.parse(iso) - now) / 1000;
   if (!Number.isFinite(seconds)) return "unknown";
   if (seconds < 30) return "now";
-  if (seconds < 5400) return `in ~${Math.max(1, Math.round(seconds / 60))} min`;
-  if (seconds < 172800) return `in ~${Math.round(seconds / 3600)} h`;
-  return `in ~${Math.round(seconds / 86400)} d`;
+  // A job ahead counted for its whole time limit (no measured rate yet): likely sooner.
+  const word = fromTimeLimits ? "within" : "in";
+  if (seconds < 5400) return `${word} ~${Math.max(1, Math.round(seconds / 60))} min`;
+  if (seconds < 172800) return `${word} ~${Math.round(seconds / 3600)} h`;
+  return `${word} ~${Math.round(seconds / 86400)} d`;
+}
+
+/** What the title of an expected start explains. */
+export function expectedStartBasis(info: { expected_start_at?: string | null; expected_start_from_time_limits?: boolean }): string {
+  if (!info.expected_start_at) return "no estimate: held, or waiting on another job";
+  return info.expected_start_from_time_limits
+    ? "a job ahead has no measured rate yet and is counted for its whole time limit: this job likely starts sooner"
+    : "from the measured rates of the running jobs ahead and how long the waiting ones usually run";
+}
+
+/** A reason without the words its badge already says ("devices busy: vm/1 …" → "vm/1 …"). */
+export function reasonDetail(info: { reason_code: QueueReasonCode; reason: string }): string {
+  const label = `${REASON_LABELS[info.reason_code] ?? info.reason_code}: `;
+  return info.reason.startsWith(label) ? info.reason.slice(label.length) : info.reason;
 }
 
 /** 7200 -> "2h", 90 -> "90s": a time limit as the form and CLI accept it. */

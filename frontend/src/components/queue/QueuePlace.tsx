@@ -1,6 +1,6 @@
 import type { ScheduledJob } from "../../client/types";
 import { useQueueAction, useWaitingJobRefresh } from "../../hooks/useQueue";
-import { formatExpectedStart, REASON_LABELS } from "../../lib/scheduling";
+import { expectedStartBasis, formatExpectedStart, REASON_LABELS, reasonDetail } from "../../lib/scheduling";
 import "./queue.css";
 
 /**
@@ -23,11 +23,12 @@ export function QueuePlace({ job, now }: { job: ScheduledJob; now?: number }) {
       </div>
       <div>
         <span className={`badge reason reason-${info.reason_code}`}>{REASON_LABELS[info.reason_code] ?? info.reason_code}</span>{" "}
-        <span data-testid="queue-place-reason">{info.reason}</span>
+        <span data-testid="queue-place-reason">{reasonDetail(info)}</span>
       </div>
-      <div title={info.expected_start_at ?? "no estimate: held, or waiting on another job"}>
+      <div title={expectedStartBasis(info)}>
         <span className="muted small">expected start</span>{" "}
-        <strong data-testid="queue-place-start">{formatExpectedStart(info.expected_start_at, now)}</strong>
+        <strong data-testid="queue-place-start">{formatExpectedStart(info.expected_start_at, now, info.expected_start_from_time_limits)}</strong>
+        {info.expected_start_from_time_limits && <span className="muted small"> (a job ahead has no measured rate yet)</span>}
       </div>
       <button
         type="button"

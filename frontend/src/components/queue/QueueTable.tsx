@@ -1,7 +1,7 @@
 import { Link } from "react-router-dom";
 import type { ScheduledJob } from "../../client/types";
 import type { QueueAction } from "../../hooks/useQueue";
-import { formatExpectedStart, REASON_LABELS } from "../../lib/scheduling";
+import { expectedStartBasis, formatExpectedStart, REASON_LABELS, reasonDetail } from "../../lib/scheduling";
 import { ConfirmButton } from "./ConfirmButton";
 import "./queue.css";
 
@@ -43,11 +43,11 @@ function Row({ job, onAction, pendingId, now }: Omit<Props, "jobs"> & { job: Sch
       <td className="queue-reason">
         {info && <span className={`badge reason reason-${info.reason_code}`}>{REASON_LABELS[info.reason_code] ?? info.reason_code}</span>}{" "}
         <span className="small" data-testid="queue-reason">
-          {info?.reason ?? ""}
+          {info ? reasonDetail(info) : ""}
         </span>
       </td>
-      <td title={info?.expected_start_at ?? "no estimate yet"} data-testid="queue-start">
-        {formatExpectedStart(info?.expected_start_at, now)}
+      <td title={info ? expectedStartBasis(info) : "no estimate yet"} data-testid="queue-start">
+        {formatExpectedStart(info?.expected_start_at, now, info?.expected_start_from_time_limits)}
       </td>
       <td className="queue-actions">
         {job.held ? (

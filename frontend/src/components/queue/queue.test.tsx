@@ -37,7 +37,9 @@ describe("QueueTable", () => {
     expect(within(first!).getByRole("link")).toHaveAttribute("href", "/jobs/11");
     expect(first).toHaveTextContent("ana");
     expect(within(first!).getByTestId("queue-position")).toHaveTextContent("1");
-    expect(within(first!).getByTestId("queue-reason")).toHaveTextContent("devices busy: node-a/0 held by job 3");
+    // The badge says "devices busy"; the detail does not say it again.
+    expect(within(first!).getByTestId("queue-reason")).toHaveTextContent(/^node-a\/0 held by job 3$/);
+    expect(first).toHaveTextContent("devices busy");
     expect(within(first!).getByTestId("queue-start")).toHaveTextContent("in ~12 min");
     expect(within(second!).getByRole("link")).toHaveTextContent("#12 linreg");
     expect(second).toHaveTextContent("4 GPUs");
@@ -87,8 +89,15 @@ describe("QueuePlace", () => {
   it("shows a waiting job's position, reason and expected start", () => {
     withClient(<QueuePlace job={makeQueuedJob({}, { position: 3, expected_start_at: inMinutes(40) })} now={NOW} />);
     expect(screen.getByTestId("queue-place-position")).toHaveTextContent("3");
-    expect(screen.getByTestId("queue-place-reason")).toHaveTextContent("devices busy: node-a/0 held by job 3");
+    expect(screen.getByTestId("queue-place-reason")).toHaveTextContent(/^node-a\/0 held by job 3$/);
     expect(screen.getByTestId("queue-place-start")).toHaveTextContent("in ~40 min");
+  });
+
+  it("says when the expected start counts a job ahead for its whole time limit", () => {
+    const info = { position: 1, expected_start_at: inMinutes(600), expected_start_from_time_limits: true };
+    withClient(<QueuePlace job={makeQueuedJob({}, info)} now={NOW} />);
+    expect(screen.getByTestId("queue-place-start")).toHaveTextContent("within ~10 h");
+    expect(screen.getByTestId("queue-place")).toHaveTextContent("a job ahead has no measured rate yet");
   });
 
   it("holds the job from its page", async () => {
