@@ -57,7 +57,8 @@ def on_submit(session: Session, request: Request, job: Job) -> JobPublic:
         return item
     summary = queue_summary.read(request.app.state.redis)
     if summary is not None:
-        item.queue = queue_summary.place_of(summary, job)
+        held = queue_summary.held_now(session, list(summary.free_at))
+        item.queue = queue_summary.place_of(summary, job, held)
     else:
         item.queue = current_infos(session, request).get(job.id)
     return item

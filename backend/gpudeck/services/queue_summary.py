@@ -4,9 +4,10 @@ A pass over 10,000 waiting jobs is too dear for every submit (200 clients submit
 the scheduler leaves a small summary of its last pass in Redis: how many waiting jobs there
 are of each priority and owner's usage (the order's keys, counted), each user's fair-share
 usage, and when each device is next free once the jobs ahead are placed. The submit answer
-reads the new job's position, reason and expected start from it: one Redis GET. It is as of
-that pass (at most a few seconds old): jobs submitted since are not counted, and a backfill
-chance is not seen; GET /api/jobs/{id} runs the full pass.
+reads the new job's position, reason and expected start from it: one Redis GET, and one read of
+the devices held now (a job placed since the pass holds devices the summary has free: the
+answer names it, as the full pass would). Waiting jobs submitted since the pass are not
+counted, and a backfill chance is not seen; GET /api/jobs/{id} runs the full pass.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import redis
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from gpudeck.models import Job
+from gpudeck.models import Allocation, Job
 from gpudeck.schemas.jobs import QueueInfo, node_counts
 from gpudeck.services import queue
 from gpudeck.services.placement import Readings
@@ -98,8 +100,38 @@ def read(r: redis.Redis) -> Summary | None:
     return summary if time.time() - summary.written_at <= MAX_AGE_S else None
 
 
-def place_of(summary: Summary, job: Job) -> QueueInfo:
-    """A new waiting job's position, reason and expected start as of the summary's pass."""
+@dataclass(frozen=True)
+class HeldNow:
+    """A device held at the submit, by a job the summary's pass may not have seen."""
+
+    job_id: int
+    index: int
+    limit_at: float  # its holder's start (or submission) plus its time limit
+
+
+def held_now(session: Session, nodes: list[str]) -> dict[tuple[str, str], HeldNow]:
+    """The devices held now on `nodes`, read in the submit's own transaction: the summary is up
+    to a few seconds old, and a job placed since must not be answered "starts now"."""
+    rows = session.execute(
+        select(
+            Allocation.node,
+            Allocation.gpu_uuid,
+            Allocation.job_id,
+            Allocation.gpu_index,
+            func.extract("epoch", func.coalesce(Job.started_at, Job.created_at)) + Job.time_limit_s,
+        )
+        .join(Job, Job.id == Allocation.job_id)
+        .where(Allocation.released_at.is_(None), Allocation.node.in_(nodes))
+    )
+    return {(n, u): HeldNow(j, i, float(t)) for n, u, j, i, t in rows}
+
+
+def place_of(
+    summary: Summary, job: Job, held: dict[tuple[str, str], HeldNow] | None = None
+) -> QueueInfo:
+    """A new waiting job's position, reason and expected start as of the summary's pass, with
+    the devices `held` now (held_now) that the pass saw free."""
+    held = held or {}
     mine = summary.usage.get(job.owner, 0.0)
     ahead = sum(
         n for p, u, n in summary.ahead if p > job.priority or (p == job.priority and u <= mine)
@@ -119,8 +151,13 @@ def place_of(summary: Summary, job: Job) -> QueueInfo:
             reason=f"waiting for job {names} to succeed",
             expected_start_at=None,
         )
-    when, need, free_now, where = _soonest(summary, job)
-    if when <= summary.written_at:
+    taken = _taken_since(summary, held)
+    when, need, free_now, where = _soonest(summary, job, taken)
+    named = _named_taken(job, taken)
+    if named:
+        names = ", ".join(f"{node}/{h.index} held by job {h.job_id}" for node, h in named)
+        code, reason = "devices_busy", f"devices busy: {names}"
+    elif when <= summary.written_at:
         code, reason = "priority", f"priority: {ahead} jobs ahead of it in the queue"
     else:
         code, reason = (
@@ -132,15 +169,41 @@ def place_of(summary: Summary, job: Job) -> QueueInfo:
         reason_code=code,
         reason=reason,
         expected_start_at=None if math.isinf(when) else datetime.fromtimestamp(when, UTC),
+        expected_start_from_time_limits=bool(taken),
     )
 
 
-def _soonest(summary: Summary, job: Job) -> tuple[float, str, int, str]:
+def _taken_since(
+    summary: Summary, held: dict[tuple[str, str], HeldNow]
+) -> dict[tuple[str, str], HeldNow]:
+    """The devices held now that the summary's pass had free: placed since it ran."""
+    taken = {}
+    for (node, uuid), holder in held.items():
+        free_at = summary.free_at.get(node, {}).get(uuid, math.inf)
+        if free_at is not None and free_at <= summary.written_at:
+            taken[(node, uuid)] = holder
+    return taken
+
+
+def _named_taken(job: Job, taken: dict[tuple[str, str], HeldNow]) -> list[tuple[str, HeldNow]]:
+    if job.requested_devices is None:
+        return []
+    nodes = job.requested_nodes or [job.node] * len(job.requested_devices)
+    pairs = zip(nodes, job.requested_devices, strict=True)
+    return [(n, taken[(n, u)]) for n, u in pairs if (n, u) in taken]
+
+
+def _soonest(
+    summary: Summary, job: Job, taken: dict[tuple[str, str], HeldNow]
+) -> tuple[float, str, int, str]:
     """(when its devices are next free, what it needs, how many of the devices it may use are
     free at the pass, where) from the summary: named devices on any nodes, a count on its
-    node, or a count spread over nodes (the soonest of the node counts it allows)."""
+    node, or a count spread over nodes (the soonest of the node counts it allows). A device
+    `taken` since the pass is free at its holder's time limit."""
 
     def at(node: str, uuid: str) -> float:
+        if (node, uuid) in taken:
+            return taken[(node, uuid)].limit_at
         t = summary.free_at.get(node, {}).get(uuid)
         return math.inf if t is None else t
 

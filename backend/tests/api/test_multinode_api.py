@@ -40,6 +40,7 @@ def test_a_job_across_nodes_waits_with_its_place_and_reason(
         "reason_code": "devices_busy",
         "reason": f"devices busy: beta/0 held by job {holder['id']}",
         "expected_start_at": named["queue"]["expected_start_at"],  # type: ignore[index]
+        "expected_start_from_time_limits": True,  # its holder has no measured rate yet
     }
     spread = post(client, count=4, nodes=2)
     assert spread["devices"] == [] and (spread["nodes"], spread["devices_per_node"]) == (2, None)

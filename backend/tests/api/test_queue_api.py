@@ -190,12 +190,14 @@ def test_bad_scheduling_input_names_the_field_and_changes_nothing(
     assert db.execute(text("SELECT count(*) FROM jobs")).scalar_one() == before + 1
 
 
-def test_a_queued_submit_costs_eight_statements(
+def test_a_queued_submit_costs_nine_statements(
     client: TestClient, db: Session, devices: str, redis_client: redis.Redis
 ) -> None:
     """The submit rate (bench/scheduler.py submit) is CPU spent per statement: the token, the
-    named devices, the node's facts, the quota, "anyone waiting", the insert, the wake-up and
-    the audit row (a request naming no node adds one: the node there is)."""
+    named devices, the node's facts, the quota, "anyone waiting", the insert, the wake-up, the
+    audit row and the devices held now (the summary the answer reads may be seconds old: a
+    job placed since must not be missed). A request naming no node adds one: the node there
+    is."""
     make_job(db, devices=[0])
     _submit(client, devices=[{"index": 0}])  # one waits: the next cannot start at once
     with Session(db.get_bind()) as session:
@@ -216,7 +218,7 @@ def test_a_queued_submit_costs_eight_statements(
     finally:
         event.remove(engine, "before_cursor_execute", seen)
     assert response.status_code == 201 and response.json()["queue"]["position"] == 2
-    assert len(statements) == 8, "\n".join(statements)
+    assert len(statements) == 9, "\n".join(statements)
 
 
 def test_the_schedulers_pass_only_decides_and_the_views_explain(
@@ -266,3 +268,27 @@ def test_the_expected_start_uses_a_running_jobs_measured_rate_not_its_whole_limi
     expected = datetime.fromisoformat(place["expected_start_at"])
     assert abs((expected - now).total_seconds() - (86400 - 338)) < 10, expected - now
     assert place["expected_start_from_time_limits"] is True
+
+
+def test_the_submit_answer_names_a_device_taken_since_the_schedulers_last_pass(
+    client: TestClient, db: Session, devices: str, redis_client: redis.Redis
+) -> None:
+    """The summary's pass saw devices 0 and 1 free; a job took them since. A job submitted on
+    device 1 is told who holds it, as a GET a moment later says (before: "priority: 0 jobs
+    ahead", expected start now)."""
+    with Session(db.get_bind()) as session:
+        _, summary = queue_summary.compute(session, None, half_life_s=86400)
+    queue_summary.publish(redis_client, summary)
+    taker = client.post(
+        "/api/jobs", json={"kind": "sae", "config": SAE, "devices": [{"index": 0}, {"index": 1}]}
+    ).json()
+    assert taker["status"] != "queued" or taker["devices"], taker
+    second = client.post(
+        "/api/jobs", json={"kind": "sae", "config": SAE, "devices": [{"index": 1}]}
+    ).json()
+    place = second["queue"]
+    assert place["reason"] == f"devices busy: {devices}/1 held by job {taker['id']}", place
+    assert place["reason_code"] == "devices_busy"
+    assert place["expected_start_from_time_limits"] is True
+    read = client.get(f"/api/jobs/{second['id']}").json()["queue"]
+    assert f"{devices}/1 held by job {taker['id']}" in read["reason"]
