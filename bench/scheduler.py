@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/scheduler.py pass    [--waiting 10000 --across 0.2 --preemptible]
     .venv/bin/python bench/scheduler.py trace   [--jobs 800 --seed 1]  # FIFO vs fair vs backfill
+    .venv/bin/python bench/scheduler.py expect  [--jobs 800 --seed 1]  # expected vs real starts
     .venv/bin/python bench/scheduler.py snapshot [--waiting 10000]  # the same, read from Postgres
     .venv/bin/python bench/scheduler.py submit  [--clients 200 --seconds 15]
     .venv/bin/python bench/scheduler.py wake    [--runs 12]
@@ -19,6 +20,9 @@
   the real duration, four users, some high-priority jobs) replayed through the same `plan` with
   a simulated clock; utilisation, mean wait and p95 bounded slowdown for FIFO, priority + fair
   share, and priority + fair share + EASY backfill.
+- expect: the same trace (fair share + backfill); for each job that waited >= 1 min, the
+  expected start its first pass gave it against its real start, as a share of its wait: with
+  measured rates and owners' run shares (now) and with time limits alone (before).
 - submit: 200 concurrent clients submitting while every device is busy (each submit only
   queues) to a real `gpudeck api` and Postgres: submits/s, p50/p99; baseline GET /api/health.
 - wake: a job ends and the next queued job for its devices takes its first optimizer step
@@ -47,7 +51,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gpudeck.services.queue_plan import Dev, Holding, Policy, Waiting, plan
+from gpudeck.services.queue_plan import Dev, Holding, Key, Policy, Waiting, plan
 
 NODES, PER_NODE = 8, 8
 
@@ -264,14 +268,14 @@ class TraceJob:
     priority: int
 
 
-def make_trace(n: int, seed: int) -> list[TraceJob]:
+def make_trace(n: int, seed: int, load: float = 1.05) -> list[TraceJob]:
     rng = random.Random(seed)
     sizes, weights = [1, 2, 3, 4, 5, 6, 7, 8], [30, 20, 8, 15, 4, 4, 4, 15]
     mean_size = sum(s * w for s, w in zip(sizes, weights, strict=True)) / sum(weights)
     mu, sigma = math.log(900), 1.3
     mean_duration = math.exp(mu + sigma**2 / 2)
-    # Offered load a little above capacity, so a queue forms and policies matter.
-    rate = 1.05 * NODES * PER_NODE / (mean_size * mean_duration)
+    # By default offered load a little above capacity, so a queue forms and policies matter.
+    rate = load * NODES * PER_NODE / (mean_size * mean_duration)
     jobs, clock = [], 0.0
     for i in range(n):
         clock += rng.expovariate(rate)
@@ -291,16 +295,37 @@ def make_trace(n: int, seed: int) -> list[TraceJob]:
     return jobs
 
 
+# How a running job's rate is known in `replay(estimate=True)`, as the relay measures it:
+# nothing for its first RATE_AFTER_S (start-up, then worker/relay.RATE_WINDOW_S), then its
+# true rate off by a per-job error of RATE_ERROR (standard deviation, relative).
+RATE_AFTER_S = 60.0
+RATE_ERROR = 0.05
+
+
 def replay(
-    trace: list[TraceJob], policy: Policy, half_life_s: float = 7 * 86400
-) -> dict[str, float]:
-    """Event by event: at each arrival or end, one pass; starts take effect at once."""
+    trace: list[TraceJob],
+    policy: Policy,
+    half_life_s: float = 7 * 86400,
+    *,
+    estimate: bool = False,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Event by event: at each arrival or end, one pass; starts take effect at once.
+
+    Also records, for each job that had to wait, the expected start its first pass gave it
+    and when it really started. `estimate`: the pass sees what GPUDeck now knows (services/
+    queue.py): a running job's end from its measured rate once it has one, and each owner's
+    share of the time limit their recent jobs ran; without it, time limits only (before)."""
+    rng = random.Random(seed)
+    rate_error = {j.id: rng.gauss(0.0, RATE_ERROR) for j in trace}
     by_id = {j.id: j for j in trace}
+    expected: dict[int, tuple[float, bool]] = {}
     pending = sorted(trace, key=lambda j: j.arrival)
     waiting: dict[int, TraceJob] = {}
     running: dict[int, tuple[float, tuple[tuple[str, str], ...]]] = {}
     started: dict[int, float] = {}
     finished: list[tuple[str, float, float]] = []  # owner, device-seconds, end
+    finished_runs: list[tuple[str, float]] = []  # owner, share of the limit it ran
     busy_device_s, clock, i = 0.0, 0.0, 0
     while i < len(pending) or waiting or running:
         next_end = min((end for end, _ in running.values()), default=math.inf)
@@ -310,15 +335,17 @@ def replay(
             if end <= clock:
                 job = by_id[job_id]
                 finished.append((job.owner, job.size * job.duration, end))
+                finished_runs.append((job.owner, min(1.0, job.duration / job.limit)))
                 del running[job_id]
         while i < len(pending) and pending[i].arrival <= clock:
             waiting[pending[i].id] = pending[i]
             i += 1
         holder = {k: job_id for job_id, (_, keys) in running.items() for k in keys}
         holding = [
-            Holding(j, by_id[j].owner, keys, started[j] + by_id[j].limit)
+            _holding(by_id[j], keys, started[j], clock, rate_error[j], estimate)
             for j, (_, keys) in running.items()
         ]
+        shares = _run_shares(finished_runs) if estimate else None
         usage: dict[str, float] = {}
         for owner, device_s, end in finished:
             usage[owner] = usage.get(owner, 0.0) + device_s * 0.5 ** ((clock - end) / half_life_s)
@@ -337,7 +364,13 @@ def replay(
             )
             for j in waiting.values()
         ]
-        out = plan(devices(holder), holding, queue, now=clock, usage=usage, policy=policy)
+        out = plan(
+            devices(holder), holding, queue, now=clock, usage=usage, policy=policy,
+            run_shares=shares,
+        )  # fmt: skip
+        for job_id, info in out.infos.items():
+            if job_id not in expected and info.expected_start is not None:
+                expected[job_id] = (info.expected_start, info.from_time_limits)
         for s in out.starts:
             job = waiting.pop(s.job_id)
             started[job.id] = clock
@@ -356,7 +389,64 @@ def replay(
         "mean_wait_s": statistics.fmean(waits),
         "p95_slowdown": slowdowns[int(0.95 * (len(slowdowns) - 1))],
         "makespan_h": (last - first) / 3600,
+        # (wait, expected wait, from time limits) of each job that waited
+        "expected": [
+            (started[j] - by_id[j].arrival, when - by_id[j].arrival, bound)
+            for j, (when, bound) in expected.items()
+        ],
     }
+
+
+def _holding(
+    job: TraceJob, keys: tuple[Key, ...], start: float, now: float, error: float, estimate: bool
+) -> Holding:
+    """A running job as the pass sees it: its time limit, or, once its rate is measured (and
+    `estimate`), the time its steps left take at that rate, never past the limit."""
+    limit_at = start + job.limit
+    if not estimate or now - start < RATE_AFTER_S:
+        return Holding(job.id, job.owner, keys, limit_at)
+    left = max(0.0, job.duration - (now - start)) / (1.0 + error)
+    return Holding(job.id, job.owner, keys, min(limit_at, now + left), estimated=True)
+
+
+def _run_shares(finished_runs: list[tuple[str, float]]) -> dict[str, float]:
+    """services.queue.run_shares over the replay: each owner's median of their last 20."""
+    by_owner: dict[str, list[float]] = {}
+    for owner, share in finished_runs:
+        by_owner.setdefault(owner, []).append(share)
+    return {o: statistics.median(v[-20:]) for o, v in by_owner.items() if len(v) >= 3}
+
+
+def bench_expect(jobs: int, seed: int, load: float) -> None:
+    """Expected starts against real ones on the replayed trace (fair share + backfill), for
+    the jobs that waited at least a minute: what GPUDeck now estimates, beside the time
+    limits alone (before), same trace."""
+    trace = make_trace(jobs, seed, load)
+    policy = Policy(order="fair", backfill=True)
+    print(
+        f"expected starts: {jobs} jobs, seed {seed}, offered load {load:.2f}, "
+        f"{NODES * PER_NODE} devices on {NODES} nodes"
+    )
+    print(f"  rate known {RATE_AFTER_S:.0f} s after a start, off by {RATE_ERROR:.0%} (sd)")
+    results = {}
+    for name, estimate in (("time limits (before)", False), ("measured rates + run shares", True)):
+        run = replay(trace, policy, estimate=estimate, seed=seed)
+        waited = [(w, e, b) for w, e, b in run["expected"] if w >= 60]
+        errors = sorted(abs(e - w) / w for w, e, _ in waited)
+        bounded = sum(1 for _, _, b in waited if b)
+        median = statistics.median(errors)
+        p90 = errors[int(0.9 * (len(errors) - 1))]
+        results[name] = {"median": median, "p90": p90, "n": len(waited), "bound": bounded}
+        print(
+            f"  {name:30s} median error {median:.0%} of the wait, p90 {p90:.0%} "
+            f"({len(waited)} jobs waited >= 1 min; {bounded} answers counted a job ahead for "
+            f"its whole limit), utilisation {run['utilisation']:.1%}"
+        )
+    ratio = (
+        results["measured rates + run shares"]["median"] / results["time limits (before)"]["median"]
+    )
+    verdict = "met" if results["measured rates + run shares"]["median"] <= 0.2 else "NOT met"
+    print(f"  median error now / before: {ratio:.2f}x; goal <= 20 %: {verdict}")
 
 
 def bench_trace(jobs: int, seed: int) -> None:
@@ -551,6 +641,10 @@ def main() -> None:
     t = sub.add_parser("trace")
     t.add_argument("--jobs", type=int, default=800)
     t.add_argument("--seed", type=int, default=1)
+    e = sub.add_parser("expect")
+    e.add_argument("--jobs", type=int, default=800)
+    e.add_argument("--seed", type=int, default=1)
+    e.add_argument("--load", type=float, default=0.8, help="offered load / capacity")
     s = sub.add_parser("submit")
     s.add_argument("--clients", type=int, default=200)
     s.add_argument("--seconds", type=float, default=15)
@@ -565,6 +659,8 @@ def main() -> None:
         bench_pass(args.waiting, args.repeats, args.across, args.preemptible)
     elif args.what == "trace":
         bench_trace(args.jobs, args.seed)
+    elif args.what == "expect":
+        bench_expect(args.jobs, args.seed, args.load)
     elif args.what == "snapshot":
         bench_snapshot(args.waiting, args.repeats)
     elif args.what == "submit":
