@@ -1,7 +1,7 @@
 import { useMemo, useState } from "react";
 import type { JobKindInfo, KindConfig } from "../client/types";
 import { defaultValues, toConfig, valuesFromConfig, type FormValues } from "../lib/jobForm";
-import { allFields, fieldsFromSchema, type FieldGroup } from "../lib/schemaForm";
+import { allFields, fieldsFromSchema, type FieldGroup, type FieldValue } from "../lib/schemaForm";
 
 export interface JobFormValues {
   /** the kind's fields, read from its config schema (empty until the kind is in) */
@@ -11,7 +11,7 @@ export interface JobFormValues {
   config: KindConfig;
   /** false until the kind's schema and defaults are in */
   ready: boolean;
-  setField: (path: string, value: string | boolean) => void;
+  setField: (path: string, value: FieldValue) => void;
 }
 
 /**
@@ -33,6 +33,6 @@ export function useJobFormValues(kind: JobKindInfo | undefined, start?: KindConf
     setState({ kind, values });
   }
   const config = useMemo(() => toConfig(values, fields), [values, fields]);
-  const setField = (path: string, value: string | boolean) => setState((s) => ({ ...s, values: { ...s.values, [path]: value } }));
+  const setField = (path: string, value: FieldValue) => setState((s) => ({ ...s, values: { ...s.values, [path]: value } }));
   return { groups, values, config, ready: kind !== undefined && state.kind?.name === kind.name, setField };
 }

@@ -21,7 +21,7 @@ describe("jobForm", () => {
     expect(values["d_in"]).toBe("128");
     expect(values["dataset.num_features"]).toBe("64");
     expect(values["ddp.broadcast_buffers"]).toBe(true);
-    expect(values["d_sae"]).toBe("2048");
+    expect(values["d_sae"]).toBe("512");
   });
 
   it("says when the kind's batch field does not split across the devices", () => {

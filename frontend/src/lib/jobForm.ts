@@ -1,12 +1,12 @@
 /**
  * The new-job form's values: from the kind's fields (lib/schemaForm) to what the user typed and
- * back to the config the API validates. Values the browser cannot read as numbers are sent as
- * typed, so the API's own message explains what is wrong.
+ * back to the config the API validates (each field's reading: lib/fieldValues).
  */
 import type { KindConfig } from "../client/types";
-import type { FieldSpec } from "./schemaForm";
+import { configValue } from "./fieldValues";
+import { asFieldValue, type FieldSpec, type FieldValue } from "./schemaForm";
 
-export type FormValues = Record<string, string | boolean>;
+export type FormValues = Record<string, FieldValue>;
 
 export function defaultValues(fields: FieldSpec[]): FormValues {
   return Object.fromEntries(fields.map((f) => [f.path, f.default]));
@@ -23,22 +23,9 @@ export function valuesFromConfig(config: unknown, fields: FieldSpec[]): FormValu
   return Object.fromEntries(
     fields.map((f) => {
       const value = getPath(config, f.path);
-      if (value === undefined || value === null) return [f.path, f.default];
-      return [f.path, f.kind === "bool" ? Boolean(value) : String(value)];
+      return [f.path, value === undefined || value === null ? f.default : asFieldValue(value, f)];
     }),
   );
-}
-
-function parse(spec: FieldSpec, raw: string | boolean): unknown {
-  if (spec.kind === "bool") return Boolean(raw);
-  const text = String(raw).trim();
-  // empty: left out, so the API applies its default (or names a required field)
-  if (text === "" && (spec.optional || spec.kind === "int" || spec.kind === "float")) return undefined;
-  if (spec.kind === "int" || spec.kind === "float") {
-    const n = Number(text);
-    return Number.isFinite(n) ? n : text;
-  }
-  return text;
 }
 
 function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
@@ -53,14 +40,15 @@ function setPath(target: Record<string, unknown>, path: string, value: unknown):
 
 /** Whether a field applies, given the values (a union variant's fields follow its select). */
 export function isActive(spec: FieldSpec, values: FormValues): boolean {
-  return (spec.when ?? []).every((c) => values[c.path] === c.value);
+  return (spec.when ?? []).every((c) => c.values.includes(String(values[c.path])));
 }
 
+/** The config the values make: the fields that apply now, each as the API reads it. */
 export function toConfig(values: FormValues, fields: FieldSpec[]): KindConfig {
   const config: Record<string, unknown> = {};
   for (const spec of fields) {
     if (!isActive(spec, values)) continue;
-    const value = parse(spec, values[spec.path] ?? spec.default);
+    const value = configValue(spec, values[spec.path] ?? spec.default);
     if (value === undefined) continue;
     setPath(config, spec.path, value);
   }

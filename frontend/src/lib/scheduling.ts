@@ -78,6 +78,7 @@ export const REASON_LABELS: Record<QueueReasonCode, string> = {
 export const SCHEDULING_FIELDS: FieldSpec[] = [
   {
     path: "scheduling.queue",
+    apiName: "queue",
     label: "queue if busy",
     kind: "bool",
     default: true,
@@ -85,6 +86,7 @@ export const SCHEDULING_FIELDS: FieldSpec[] = [
   },
   {
     path: "scheduling.priority",
+    apiName: "priority",
     label: "priority",
     kind: "int",
     default: "0",
@@ -94,6 +96,7 @@ export const SCHEDULING_FIELDS: FieldSpec[] = [
   },
   {
     path: "scheduling.time_limit",
+    apiName: "time_limit_s",
     label: "time limit",
     kind: "text",
     default: "",
@@ -102,6 +105,7 @@ export const SCHEDULING_FIELDS: FieldSpec[] = [
   },
   {
     path: "scheduling.depends_on",
+    apiName: "depends_on",
     label: "depends on",
     kind: "text",
     default: "",
@@ -110,12 +114,20 @@ export const SCHEDULING_FIELDS: FieldSpec[] = [
   },
   {
     path: "scheduling.preemptible",
+    apiName: "preemptible",
     label: "preemptible",
     kind: "bool",
     default: false,
     hint: "may be stopped with a checkpoint for a higher-priority job, then resumed",
   },
-  { path: "scheduling.hold", label: "submit held", kind: "bool", default: false, hint: "waits in the queue until released" },
+  {
+    path: "scheduling.hold",
+    apiName: "hold",
+    label: "submit held",
+    kind: "bool",
+    default: false,
+    hint: "waits in the queue until released",
+  },
 ];
 
 /** The API's name for a scheduling field, so its 422 lands beside the right input. */
@@ -128,10 +140,11 @@ export const SCHEDULING_API_FIELDS: Record<string, string> = {
   hold: "scheduling.hold",
 };
 
+/** A scheduling field holds text or a checkbox (FieldValue's rows are for a kind's lists). */
 export type SchedulingValues = Record<string, string | boolean>;
 
 export function defaultSchedulingValues(): SchedulingValues {
-  return Object.fromEntries(SCHEDULING_FIELDS.map((f) => [f.path, f.default]));
+  return Object.fromEntries(SCHEDULING_FIELDS.map((f) => [f.path, f.default as string | boolean]));
 }
 
 /**

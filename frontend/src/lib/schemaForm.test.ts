@@ -51,10 +51,32 @@ describe("fieldsFromSchema over the sae kind's schema", () => {
     expect(byPath(fields)["dataset.tensor_name"]).toMatchObject({ kind: "text", optional: true });
   });
 
-  it("turns the defaults back into the kind's default config", () => {
+  it("turns the defaults back into the kind's default config, less what the architecture does not use", () => {
     const fields = allFields(sae());
-    // an empty optional field (grad_clip_norm: None) is left out: the API's default, the same
-    expect(toConfig(defaultValues(fields), fields)).toEqual({ ...kinds.sae.defaults, grad_clip_norm: undefined });
+    // an empty optional field (grad_clip_norm: None) is left out, and so are the fields of the
+    // other architectures: the API's defaults, the same
+    const {
+      grad_clip_norm,
+      l1_coefficient,
+      l0_coefficient,
+      jumprelu_bandwidth,
+      jumprelu_init_threshold,
+      topk_warm_up_steps,
+      l1_warm_up_steps,
+      batchtopk_threshold_lr,
+      ...topk
+    } = kinds.sae.defaults;
+    void [
+      grad_clip_norm,
+      l1_coefficient,
+      l0_coefficient,
+      jumprelu_bandwidth,
+      jumprelu_init_threshold,
+      topk_warm_up_steps,
+      l1_warm_up_steps,
+      batchtopk_threshold_lr,
+    ];
+    expect(toConfig(defaultValues(fields), fields)).toEqual(topk);
   });
 
   it("sends the chosen variant's fields only, and leaves empty optional ones out", () => {
@@ -88,7 +110,7 @@ describe("fieldsFromSchema on shapes the two kinds lack", () => {
       },
     };
     const fields = allFields(fieldsFromSchema(schema));
-    expect(fields.map((f) => [f.path, f.label, f.when?.[0]?.value])).toEqual([
+    expect(fields.map((f) => [f.path, f.label, f.when?.[0]?.values[0]])).toEqual([
       ["source.kind", "source", undefined],
       ["source.x", "x", "a"],
       ["source.y", "why", "b"],

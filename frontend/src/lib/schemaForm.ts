@@ -4,32 +4,54 @@
  * is named here; a kind installed with pip gets its form from its own schema.
  *
  * Read: `$ref` into `$defs`; nested objects as groups; `enum`/`const` as selects; booleans as
- * checkboxes; `integer` and `number`; `X | None` (anyOf with null) as an optional X; and a
- * discriminated union (oneOf/anyOf of objects sharing a `const` property, Pydantic's
- * `Field(discriminator=...)`) as a select whose choice shows that variant's fields.
+ * checkboxes; `integer` and `number`; arrays as rows; objects of free keys as key/value rows;
+ * `X | None` as an optional X; `int | "auto"` as a number that also takes the word; any other
+ * union or free value as JSON; a discriminated union (oneOf/anyOf of objects sharing a `const`
+ * property, Pydantic's `Field(discriminator=...)`) as a select whose choice shows that variant's
+ * fields. Two keywords a kind may add (`json_schema_extra`): `x-applies-when: {field: [values]}`
+ * shows a field only while a sibling field holds one of the values, and `x-advanced: true`
+ * puts a field (or a whole nested object) under "advanced".
  */
+import { shapeOf, type FieldKind, type ValueKind } from "./schema/fieldKind";
+import { asList, hintOf, isObject, labelOf, numberOr, resolve, unwrapNullable, type Schema } from "./schema/nodes";
+import { discriminatedUnion, type Union } from "./schema/unions";
 
-export type FieldKind = "int" | "float" | "select" | "bool" | "text";
+export type { FieldKind, ValueKind };
 
-/** Shown only while the field at `path` holds `value` (a union's variant fields). */
+/** A map field's row: [key, value as typed]. */
+export type Pair = [string, string];
+/** What a field holds while it is edited: text as typed, a checkbox, a list's rows, a map's rows. */
+export type FieldValue = string | boolean | string[] | Pair[];
+
+/** Shown only while the field at `path` holds one of `values`. */
 export interface Condition {
   path: string;
-  value: string;
+  values: string[];
 }
 
 export interface FieldSpec {
   /** dotted path inside `config`, as the API names it in a 422 ("dataset.path") */
   path: string;
+  /** the name in the request body, when it is not `config.<path>` (the Scheduling fields') */
+  apiName?: string;
   label: string;
   kind: FieldKind;
-  default: string | boolean;
+  default: FieldValue;
   hint?: string;
   options?: string[];
+  /** a list's or map's rows */
+  item?: ValueKind;
+  /** words accepted besides a number (`int | "auto"`) */
+  words?: string[];
   /** inclusive bounds, for the input's attributes */
   min?: number;
   max?: number;
   /** empty means "not set" (the schema allows null): the field is left out of the config */
   optional?: boolean;
+  /** the schema has no default: the API refuses the config without it */
+  required?: boolean;
+  /** rarely changed: drawn under "advanced" */
+  advanced?: boolean;
   when?: Condition[];
 }
 
@@ -41,128 +63,71 @@ export interface FieldGroup {
   fields: FieldSpec[];
 }
 
-type Schema = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Schema => typeof v === "object" && v !== null && !Array.isArray(v);
-const asList = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const numberOr = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);
-
-/** Follows `$ref: "#/$defs/Name"` (one document; Pydantic puts every model under $defs). */
-function resolve(node: unknown, root: Schema): Schema {
-  if (!isObject(node)) return {};
-  const ref = node["$ref"];
-  if (typeof ref !== "string") return node;
-  const target = ref
-    .replace(/^#\//, "")
-    .split("/")
-    .reduce<unknown>((n, part) => (isObject(n) ? n[part] : undefined), root);
-  // keywords beside the $ref (a field's title, default, description) win over the target's
-  const beside = Object.fromEntries(Object.entries(node).filter(([key]) => key !== "$ref"));
-  return { ...resolve(target, root), ...beside };
-}
-
-/**
- * Pydantic titles a field it was not given a title for as `name.title().replace("_", " ")`
- * ("batch_size" -> "Batch Size"); such a field is labelled with its own name, as the API's
- * messages and the config call it. A title the kind set ("metrics every") is its label.
- */
-function pydanticTitle(name: string): string {
-  return name.replace(/[A-Za-z]+/g, (w) => w.charAt(0).toUpperCase() + w.slice(1).toLowerCase()).replace(/_/g, " ");
-}
-
-function labelOf(name: string, schema: Schema): string {
-  const title = schema["title"];
-  return typeof title === "string" && title !== pydanticTitle(name) ? title : name;
-}
-
-function hintOf(schema: Schema): string | undefined {
-  const text = schema["description"];
-  return typeof text === "string" && text.trim() ? text.trim() : undefined;
-}
-
-/** The constant a variant's discriminator property holds (`const`, or a one-value `enum`). */
-function constOf(schema: Schema): string | undefined {
-  if (typeof schema["const"] === "string") return schema["const"];
-  const values = asList(schema["enum"]);
-  return values.length === 1 && typeof values[0] === "string" ? values[0] : undefined;
-}
-
-/** `X | None`: X, marked optional. */
-function unwrapNullable(schema: Schema, root: Schema): { schema: Schema; optional: boolean } {
-  const members = asList(schema["anyOf"] ?? schema["oneOf"]).map((m) => resolve(m, root));
-  const others = members.filter((m) => m["type"] !== "null");
-  const [only] = others;
-  if (only && others.length === 1 && members.length > 1) {
-    const rest = Object.fromEntries(Object.entries(schema).filter(([key]) => key !== "anyOf" && key !== "oneOf"));
-    return { schema: { ...only, ...rest }, optional: true };
-  }
-  return { schema, optional: false };
-}
-
-interface Union {
-  property: string;
-  variants: { value: string; schema: Schema }[];
-}
-
-/** A union of objects told apart by one `const` property, or null. */
-function discriminatedUnion(schema: Schema, root: Schema): Union | null {
-  const members = asList(schema["oneOf"] ?? schema["anyOf"]).map((m) => resolve(m, root));
-  const properties = members.map((m) => m["properties"]).filter(isObject);
-  const [first] = properties;
-  if (!first || properties.length < 2 || properties.length !== members.length) return null;
-  const named = isObject(schema["discriminator"]) ? schema["discriminator"]["propertyName"] : undefined;
-  for (const property of typeof named === "string" ? [named] : Object.keys(first)) {
-    const variants = members.flatMap((m, i) => {
-      const value = constOf(resolve(properties[i]?.[property], root));
-      return value === undefined ? [] : [{ value, schema: m }];
-    });
-    if (variants.length === members.length) return { property, variants };
-  }
-  return null;
-}
-
 function valueAt(source: unknown, path: string): unknown {
   return path.split(".").reduce<unknown>((node, part) => (isObject(node) ? node[part] : undefined), source);
 }
 
-function asDefault(value: unknown, kind: FieldKind): string | boolean {
-  if (kind === "bool") return value === true;
-  return value === undefined || value === null ? "" : String(value);
+/** A config value as the field edits it: text, a checkbox, or rows. */
+export function asFieldValue(value: unknown, spec: Pick<FieldSpec, "kind" | "item">): FieldValue {
+  if (spec.kind === "bool") return value === true;
+  const text = (v: unknown): string => asText(v, spec.item ?? (spec.kind === "json" ? "json" : "text"));
+  if (spec.kind === "list") return asList(value).map(text);
+  if (spec.kind === "map") return isObject(value) ? Object.entries(value).map(([k, v]): Pair => [k, text(v)]) : [];
+  return text(value);
 }
 
-function kindOf(schema: Schema): { kind: FieldKind; options?: string[] } {
-  const values = schema["enum"] !== undefined ? asList(schema["enum"]) : schema["const"] !== undefined ? [schema["const"]] : null;
-  if (values) return { kind: "select", options: values.map(String) };
-  switch (schema["type"]) {
-    case "boolean":
-      return { kind: "bool" };
-    case "integer":
-      return { kind: "int" };
-    case "number":
-      return { kind: "float" };
-    default:
-      return { kind: "text" };
+/** A value as typed: JSON for a free value, unless it is a string that does not read as JSON. */
+function asText(value: unknown, kind: ValueKind): string {
+  if (value === undefined || value === null) return "";
+  if (kind !== "json") return typeof value === "object" ? JSON.stringify(value) : String(value);
+  if (typeof value === "string" && !readsAsJson(value)) return value;
+  return JSON.stringify(value);
+}
+
+export function readsAsJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }
 
-function fieldOf(name: string, path: string, node: Schema, root: Schema, defaults: unknown, when: Condition[]): FieldSpec {
+/** The sibling fields a field's `x-applies-when` names, as conditions. */
+function appliesWhen(node: Schema, prefix: string): Condition[] {
+  const rule = node["x-applies-when"];
+  if (!isObject(rule)) return [];
+  return Object.entries(rule).map(([name, values]) => ({ path: `${prefix}${name}`, values: asList(values).map(String) }));
+}
+
+interface Place {
+  path: string;
+  prefix: string;
+  required: boolean;
+  advanced: boolean;
+  when: Condition[];
+}
+
+function fieldOf(name: string, node: Schema, root: Schema, defaults: unknown, place: Place): FieldSpec {
   const { schema, optional } = unwrapNullable(node, root);
-  const { kind, options } = kindOf(schema);
-  const given = valueAt(defaults, path);
-  const spec: FieldSpec = {
-    path,
-    label: labelOf(name, node),
-    kind,
-    default: asDefault(given !== undefined ? given : schema["default"], kind),
-  };
+  const shape = shapeOf(schema, root);
+  const given = valueAt(defaults, place.path);
+  const spec: FieldSpec = { path: place.path, label: labelOf(name, node), kind: shape.kind, default: "" };
+  spec.default = asFieldValue(given !== undefined ? given : schema["default"], spec);
+  if (shape.item) spec.item = shape.item;
+  if (shape.words) spec.words = shape.words;
   const hint = hintOf(node) ?? hintOf(schema);
   if (hint) spec.hint = hint;
-  if (options) spec.options = optional ? ["", ...options] : options;
-  const min = numberOr(schema["minimum"]);
-  const max = numberOr(schema["maximum"]);
+  if (shape.options) spec.options = optional ? ["", ...shape.options] : shape.options;
+  const bounds = shape.kind === "list" ? resolve(schema["items"], root) : schema;
+  const min = numberOr(bounds["minimum"]);
+  const max = numberOr(bounds["maximum"]);
   if (min !== undefined) spec.min = min;
   if (max !== undefined) spec.max = max;
   if (optional) spec.optional = true;
+  if (place.required) spec.required = true;
+  if (place.advanced) spec.advanced = true;
+  const when = [...place.when, ...appliesWhen(node, place.prefix)];
   if (when.length > 0) spec.when = when;
   return spec;
 }
@@ -173,46 +138,54 @@ interface Walk {
   groups: FieldGroup[];
 }
 
+function groupOf(path: string, name: string, node: Schema): FieldGroup {
+  const group: FieldGroup = { path, label: labelOf(name, node), fields: [] };
+  const hint = hintOf(node);
+  if (hint) group.hint = hint;
+  return group;
+}
+
 /** Adds an object's fields to `group`; its nested objects and unions become groups of their own. */
-function walkObject(walk: Walk, schema: Schema, group: FieldGroup, when: Condition[], skip?: string): void {
+function walkObject(walk: Walk, schema: Schema, group: FieldGroup, outer: Omit<Place, "path" | "prefix" | "required">, skip?: string) {
   const prefix = group.path ? `${group.path}.` : "";
+  const required = new Set(asList(schema["required"]));
   for (const [name, raw] of Object.entries(isObject(schema["properties"]) ? schema["properties"] : {})) {
     if (name === skip) continue;
     const node = resolve(raw, walk.root);
     const path = `${prefix}${name}`;
+    const advanced = outer.advanced || node["x-advanced"] === true;
+    const when = [...outer.when, ...appliesWhen(node, prefix)];
     const union = discriminatedUnion(node, walk.root);
     if (union) {
-      walkUnion(walk, name, path, node, union, when);
+      walkUnion(walk, groupOf(path, name, node), union, { advanced, when });
     } else if (isObject(node["properties"])) {
-      const child: FieldGroup = { path, label: labelOf(name, node), fields: [] };
-      const hint = hintOf(node);
-      if (hint) child.hint = hint;
+      const child = groupOf(path, name, node);
       walk.groups.push(child);
-      walkObject(walk, node, child, when);
+      walkObject(walk, node, child, { advanced, when });
     } else {
-      group.fields.push(fieldOf(name, path, node, walk.root, walk.defaults, when));
+      const place = { path, prefix, required: required.has(name) && node["default"] === undefined, advanced, when: outer.when };
+      group.fields.push(fieldOf(name, node, walk.root, walk.defaults, place));
     }
   }
 }
 
 /** A discriminated union: a select of its variants, then each variant's fields while chosen. */
-function walkUnion(walk: Walk, name: string, path: string, node: Schema, union: Union, when: Condition[]): void {
-  const group: FieldGroup = { path, label: labelOf(name, node), fields: [] };
-  const hint = hintOf(node);
-  if (hint) group.hint = hint;
+function walkUnion(walk: Walk, group: FieldGroup, union: Union, outer: Omit<Place, "path" | "prefix" | "required">) {
   walk.groups.push(group);
-  const selectPath = `${path}.${union.property}`;
+  const selectPath = `${group.path}.${union.property}`;
   const chosen = valueAt(walk.defaults, selectPath);
   group.fields.push({
     path: selectPath,
-    label: labelOf(name, node),
+    label: group.label,
     kind: "select",
     options: union.variants.map((v) => v.value),
     default: typeof chosen === "string" ? chosen : (union.variants[0]?.value ?? ""),
-    ...(when.length > 0 ? { when } : {}),
+    ...(outer.advanced ? { advanced: true } : {}),
+    ...(outer.when.length > 0 ? { when: outer.when } : {}),
   });
   for (const variant of union.variants) {
-    walkObject(walk, variant.schema, group, [...when, { path: selectPath, value: variant.value }], union.property);
+    const when = [...outer.when, { path: selectPath, values: [variant.value] }];
+    walkObject(walk, variant.schema, group, { advanced: outer.advanced, when }, union.property);
   }
 }
 
@@ -224,7 +197,7 @@ function walkUnion(walk: Walk, name: string, path: string, node: Schema, union: 
 export function fieldsFromSchema(schema: Record<string, unknown>, defaults: unknown = {}): FieldGroup[] {
   const top: FieldGroup = { path: "", label: "settings", fields: [] };
   const walk: Walk = { root: schema, defaults, groups: [top] };
-  walkObject(walk, resolve(schema, schema), top, []);
+  walkObject(walk, resolve(schema, schema), top, { advanced: false, when: [] });
   return walk.groups.filter((g) => g.fields.length > 0);
 }
 

@@ -11,10 +11,12 @@ import { Scheduling } from "../components/newJob/Scheduling";
 import { useFollowUp, useJobById, useKind, useKinds } from "../hooks/queries";
 import { useJobFormValues } from "../hooks/useJobFormValues";
 import { useJobSubmission } from "../hooks/useJobSubmission";
+import { runAgainNote, useRunAgain } from "../hooks/useRunAgain";
 import { usePlacement } from "../hooks/usePlacement";
 import { useScheduling } from "../hooks/useScheduling";
 import { useTelemetryContext } from "../hooks/TelemetryContext";
 import { batchSplitError } from "../lib/jobForm";
+import type { FieldValue } from "../lib/schemaForm";
 import { isSchedulingError, schedulingErrors } from "../lib/scheduling";
 import { startBlocker } from "../lib/startBlocker";
 
@@ -46,6 +48,7 @@ export function NewJob() {
   const [count, setCount] = useState(1);
   const [nodes, setNodes] = useState(1);
   const [strategy, setStrategy] = useState<RecommendStrategy>("packed");
+  useRunAgain(source.data, kind, { setName, setCount, setNodes, setSelected });
   const submission = useJobSubmission();
   const scheduling = useScheduling();
   const dependsOn = followUp.data?.depends_on.join(", ") ?? "";
@@ -83,7 +86,7 @@ export function NewJob() {
   const blocker = nodesError ?? startBlocker({ selected: selectedDevices, taken, canWait, count, ...placement });
   const selectedFree = selectedDevices.map((d) => d.memory_free_bytes).filter((free): free is number => typeof free === "number");
 
-  const onField = (path: string, value: string | boolean) => {
+  const onField = (path: string, value: FieldValue) => {
     form.setField(path, value);
     submission.clearError(`config.${path}`);
   };
@@ -117,6 +120,11 @@ export function NewJob() {
             onName={setName}
             nameError={errors["name"]}
           />
+          {source.data?.kind === kind && (
+            <p className="banner" data-testid="prefilled-note">
+              {runAgainNote(source.data)}
+            </p>
+          )}
           {followUp.data && (
             <p className="banner" data-testid="follow-up-note">
               {followUp.data.label}: job #{afterId}

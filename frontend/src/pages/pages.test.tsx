@@ -364,7 +364,7 @@ describe("NewJob", () => {
       </>,
       { path: "/new", route: "/new" },
     );
-    expect(await screen.findByLabelText("d_sae")).toHaveValue("2048");
+    expect(await screen.findByLabelText("d_sae")).toHaveValue("512");
     await screen.findByRole("option", { name: "linreg" });
     await userEvent.selectOptions(screen.getByLabelText("kind"), "linreg");
     expect(screen.getByTestId("location")).toHaveTextContent("/new?kind=linreg");

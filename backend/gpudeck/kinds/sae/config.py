@@ -6,7 +6,7 @@ the field, never a crashed rank.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -77,6 +77,19 @@ class DdpOptions(BaseModel):
 Architecture = Literal["standard", "topk", "batchtopk", "jumprelu"]
 
 
+# Hints for a form read from this schema (the dashboard's lib/schemaForm): a field another
+# field's value decides the use of, and fields most runs leave alone. The API does not read
+# them: a config may still set any field, whatever its architecture.
+ADVANCED: dict[str, Any] = {"x-advanced": True}
+
+
+def only_for(*architectures: Architecture, advanced: bool = False) -> dict[str, Any]:
+    """The field matters only for these architectures: the form shows it for them alone."""
+    return {"x-applies-when": {"architecture": list(architectures)}} | (
+        ADVANCED if advanced else {}
+    )
+
+
 class SaeConfig(BaseModel):
     """One SAE training run: the architecture, its sparsity knob, the data and the schedule.
 
@@ -103,6 +116,7 @@ class SaeConfig(BaseModel):
             "topk/batchtopk: active latents per sample, the expected L0; jumprelu: k of its"
             " TopK warm-up"
         ),
+        json_schema_extra=only_for("topk", "batchtopk", "jumprelu"),
     )
     d_in: int = Field(default=64, ge=1, le=65_536, description="activation width")
     d_sae: int = Field(
@@ -114,6 +128,7 @@ class SaeConfig(BaseModel):
         ge=0,
         le=1e6,
         description="standard only: weight of the L1 penalty (on normalised activations)",
+        json_schema_extra=only_for("standard"),
     )
     l0_coefficient: float = Field(
         default=0.01,
@@ -121,15 +136,21 @@ class SaeConfig(BaseModel):
         ge=0,
         le=1e6,
         description="jumprelu only: weight of the L0 penalty (latents per sample)",
+        json_schema_extra=only_for("jumprelu"),
     )
     jumprelu_bandwidth: float = Field(
         default=0.05,
         gt=0,
         le=100,
         description="jumprelu only: width of the straight-through window",
+        json_schema_extra=only_for("jumprelu", advanced=True),
     )
     jumprelu_init_threshold: float = Field(
-        default=0.01, ge=0, le=1e6, description="jumprelu only: initial threshold"
+        default=0.01,
+        ge=0,
+        le=1e6,
+        description="jumprelu only: initial threshold",
+        json_schema_extra=only_for("jumprelu", advanced=True),
     )
     topk_warm_up_steps: int = Field(
         default=0,
@@ -142,6 +163,7 @@ class SaeConfig(BaseModel):
             " at the running k x B-th largest pre-activation. Avoids the merged and dead"
             " latents these architectures settle into from a random start"
         ),
+        json_schema_extra=only_for("batchtopk", "jumprelu"),
     )
     aux_k_coefficient: float = Field(
         default=1 / 32,
@@ -149,6 +171,7 @@ class SaeConfig(BaseModel):
         ge=0,
         le=1e6,
         description="topk/batchtopk: weight of the loss that revives dead latents (Gao et al.)",
+        json_schema_extra=only_for("topk", "batchtopk", advanced=True),
     )
     dead_window_steps: int = Field(
         default=200,
@@ -156,6 +179,7 @@ class SaeConfig(BaseModel):
         ge=1,
         le=100_000_000,
         description="steps without firing after which a latent counts as dead",
+        json_schema_extra=ADVANCED,
     )
     dead_min_frequency: float = Field(
         default=0.0,
@@ -166,12 +190,14 @@ class SaeConfig(BaseModel):
             "topk/batchtopk: a latent firing on fewer than this fraction of samples (running"
             " average over about 100 steps) also counts as dead for AuxK; 0: only 'dead after'"
         ),
+        json_schema_extra=only_for("topk", "batchtopk", advanced=True),
     )
     batchtopk_threshold_lr: float = Field(
         default=0.01,
         ge=0,
         le=1,
         description="batchtopk: rate of the running threshold saved for inference",
+        json_schema_extra=only_for("batchtopk", advanced=True),
     )
     normalize_activations: Literal["none", "expected_average_only_in"] = Field(
         default="expected_average_only_in",
@@ -179,9 +205,12 @@ class SaeConfig(BaseModel):
             "expected_average_only_in: scale inputs so their mean norm is about sqrt(d_in)"
             " (a power of 2, folded into the saved weights), so defaults work at any scale"
         ),
+        json_schema_extra=ADVANCED,
     )
     b_dec_init: Literal["zeros", "mean"] = Field(
-        default="mean", description="decoder bias starts at 0 or at the data mean"
+        default="mean",
+        description="decoder bias starts at 0 or at the data mean",
+        json_schema_extra=ADVANCED,
     )
     sparse_decoder: bool = Field(
         default=True,
@@ -190,10 +219,11 @@ class SaeConfig(BaseModel):
             "only to the active latents, instead of dense matmuls (same result, faster); "
             "float32 only: bfloat16 decodes densely"
         ),
+        json_schema_extra=only_for("topk", "batchtopk", advanced=True),
     )
     lr: float = Field(default=4e-3, title="learning rate", gt=0, le=10)
-    adam_beta1: float = Field(default=0.9, ge=0, lt=1)
-    adam_beta2: float = Field(default=0.999, ge=0, lt=1)
+    adam_beta1: float = Field(default=0.9, ge=0, lt=1, json_schema_extra=ADVANCED)
+    adam_beta2: float = Field(default=0.999, ge=0, lt=1, json_schema_extra=ADVANCED)
     batch_size: int = Field(
         default=512,
         title="batch size",
@@ -205,28 +235,37 @@ class SaeConfig(BaseModel):
     # Schedules, with SAELens's names and shapes; each is clipped to the run (see
     # `schedule_lengths`), so a short run with the defaults is valid, just shorter-scheduled.
     lr_warm_up_steps: int = Field(
-        default=100, ge=0, le=100_000_000, description="lr rises linearly from lr/n to lr"
+        default=100,
+        ge=0,
+        le=100_000_000,
+        description="lr rises linearly from lr/n to lr",
+        json_schema_extra=ADVANCED,
     )
     lr_decay_steps: int = Field(
-        default=1200, ge=0, le=100_000_000, description="lr falls linearly to 0 over the last n"
+        default=1200,
+        ge=0,
+        le=100_000_000,
+        description="lr falls linearly to 0 over the last n",
+        json_schema_extra=ADVANCED,
     )
     l1_warm_up_steps: int = Field(
         default=0,
         ge=0,
         le=100_000_000,
         description="the L1/L0 coefficient rises linearly from 0 over the first n steps",
+        json_schema_extra=only_for("standard", "jumprelu", advanced=True),
     )
     dtype: Literal["float32", "bfloat16"] = "float32"
-    grad_clip_norm: float | None = Field(default=None, gt=0, le=1e6)
+    grad_clip_norm: float | None = Field(default=None, gt=0, le=1e6, json_schema_extra=ADVANCED)
     dataset: Dataset = Field(default_factory=SyntheticDataset, title="dataset")
-    seed: int = Field(default=0, ge=0, le=2**32 - 1)
+    seed: int = Field(default=0, ge=0, le=2**32 - 1, json_schema_extra=ADVANCED)
     checkpoint_interval: int = Field(
         default=500, title="checkpoint every", ge=1, le=100_000_000, description="in steps"
     )
     metrics_interval: int = Field(
         default=10, title="metrics every", ge=1, le=1_000_000, description="in steps"
     )
-    ddp: DdpOptions = Field(default_factory=DdpOptions, title="DDP")
+    ddp: DdpOptions = Field(default_factory=DdpOptions, title="DDP", json_schema_extra=ADVANCED)
 
     @model_validator(mode="after")
     def _check_size(self) -> SaeConfig:

@@ -1,15 +1,23 @@
-import type { FieldSpec } from "../../lib/schemaForm";
+import type { FieldSpec, FieldValue } from "../../lib/schemaForm";
+import { ListRows, MapRows } from "./RowsField";
 
 interface Props {
   spec: FieldSpec;
-  value: string | boolean;
+  value: FieldValue;
   error?: string;
-  onChange: (path: string, value: string | boolean) => void;
+  onChange: (path: string, value: FieldValue) => void;
   disabled?: boolean;
 }
 
-/** The input for one field: a checkbox, a select, or a text box (numbers typed as text). */
+const placeholderOf = (spec: FieldSpec): string | undefined =>
+  spec.required ? "required" : spec.optional ? "optional" : spec.kind === "json" ? "JSON, or text" : undefined;
+
+/** The input for one field: a checkbox, a select, rows, or a text box (numbers typed as text). */
 function Control({ spec, value, error, onChange, disabled, id, described }: Props & { id: string; described?: string }) {
+  if (spec.kind === "list")
+    return <ListRows spec={spec} id={id} value={value} onChange={onChange} disabled={disabled} described={described} />;
+  if (spec.kind === "map")
+    return <MapRows spec={spec} id={id} value={value} onChange={onChange} disabled={disabled} described={described} />;
   if (spec.kind === "bool") {
     return (
       <input
@@ -18,6 +26,7 @@ function Control({ spec, value, error, onChange, disabled, id, described }: Prop
         type="checkbox"
         disabled={disabled}
         checked={Boolean(value)}
+        aria-describedby={described}
         onChange={(e) => onChange(spec.path, e.target.checked)}
       />
     );
@@ -43,8 +52,8 @@ function Control({ spec, value, error, onChange, disabled, id, described }: Prop
       name={spec.path}
       type="text"
       disabled={disabled}
-      inputMode={numeric ? (spec.kind === "int" ? "numeric" : "decimal") : "text"}
-      placeholder={spec.optional ? "optional" : undefined}
+      inputMode={numeric && !spec.words ? (spec.kind === "int" ? "numeric" : "decimal") : "text"}
+      placeholder={placeholderOf(spec)}
       value={String(value)}
       aria-invalid={error ? true : undefined}
       aria-describedby={described}
@@ -56,22 +65,41 @@ function Control({ spec, value, error, onChange, disabled, id, described }: Prop
 }
 
 function boundsText(spec: FieldSpec): string | null {
-  if (spec.min === undefined && spec.max === undefined) return null;
-  if (spec.max === undefined) return `≥ ${spec.min}`;
-  if (spec.min === undefined) return `≤ ${spec.max}`;
-  return `${spec.min} to ${spec.max}`;
+  const words = spec.words?.length ? ` or ${spec.words.join(", ")}` : "";
+  if (spec.min === undefined && spec.max === undefined) return words ? `a number${words}` : null;
+  const each = spec.kind === "list" ? "each " : "";
+  if (spec.max === undefined) return `${each}≥ ${spec.min}${words}`;
+  if (spec.min === undefined) return `${each}≤ ${spec.max}${words}`;
+  return `${each}${spec.min} to ${spec.max}${words}`;
 }
 
-/** One config field with its label, and the API's message (or the schema's hint) beneath. */
+const ROWS_HINT: Record<string, string> = { json: "values read as JSON (3, true, [1, 2]); anything else is text" };
+
+/**
+ * One config field with its label, the name the API and the CLI use for it when the label says
+ * something else ("checkpoint every" is `checkpoint_interval`), and the API's message (or the
+ * schema's hint) beneath.
+ */
 export function ConfigField(props: Props) {
   const { spec, error } = props;
   const id = `f-${spec.path.replace(/\./g, "-")}`;
-  const hint = [spec.hint, boundsText(spec)].filter(Boolean).join(" · ");
+  const apiName = spec.apiName ?? spec.path;
+  const rowsHint = spec.kind === "list" || spec.kind === "map" ? ROWS_HINT[spec.item ?? ""] : undefined;
+  const hint = [spec.hint, boundsText(spec), rowsHint].filter(Boolean).join(" · ");
   const described = error ? `${id}-error` : hint ? `${id}-hint` : undefined;
+  const kindClass = spec.kind === "bool" ? "field-bool" : spec.kind === "list" || spec.kind === "map" ? "field-rows" : "";
   return (
-    <div className={`field ${spec.kind === "bool" ? "field-bool" : ""} ${error ? "has-error" : ""}`} data-field={spec.path}>
-      <label htmlFor={id}>{spec.label}</label>
-      <Control {...props} id={id} described={described} />
+    <div className={`field ${kindClass} ${error ? "has-error" : ""}`} data-field={spec.path}>
+      <div className="field-head">
+        {spec.kind === "bool" && <Control {...props} id={id} described={described} />}
+        <label htmlFor={id}>{spec.label}</label>
+        {spec.label !== apiName.split(".").pop() && (
+          <code className="api-name muted" title="its name in the API, the CLI and error messages">
+            {apiName}
+          </code>
+        )}
+      </div>
+      {spec.kind !== "bool" && <Control {...props} id={id} described={described} />}
       {error ? (
         <span className="field-error" id={`${id}-error`} role="alert" data-testid={`error-${spec.path}`}>
           {error}

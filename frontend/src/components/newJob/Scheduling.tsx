@@ -23,7 +23,13 @@ export function Scheduling({ values, onChange, errors }: Props) {
   // "depends on"), so nothing the job will be submitted with is hidden
   const shown = open || MORE.some((spec) => errors[spec.path] !== undefined || (values[spec.path] ?? spec.default) !== spec.default);
   const field = (spec: (typeof SCHEDULING_FIELDS)[number]) => (
-    <ConfigField key={spec.path} spec={spec} value={values[spec.path] ?? spec.default} error={errors[spec.path]} onChange={onChange} />
+    <ConfigField
+      key={spec.path}
+      spec={spec}
+      value={values[spec.path] ?? spec.default}
+      error={errors[spec.path]}
+      onChange={(path, value) => (typeof value === "string" || typeof value === "boolean") && onChange(path, value)}
+    />
   );
   return (
     <fieldset className="form-group scheduling" data-group="scheduling">
