@@ -190,6 +190,10 @@ describe("Run again", () => {
     renderPage(<NewJob />, { path: "/new", route: "/new?kind=sae&from=7" });
     expect(await screen.findByLabelText("steps", { exact: true })).toHaveValue("1234");
     expect(screen.getByLabelText("d_sae")).toHaveValue("512");
+    // the same name and devices (2, not the form's 1), and the form says where it came from
+    expect(await screen.findByLabelText("name")).toHaveValue("sae-test");
+    expect(screen.getByLabelText("device count")).toHaveValue(2);
+    expect(screen.getByTestId("prefilled-note")).toHaveTextContent("Prefilled from job #7 (sae-test)");
   });
 });
 
