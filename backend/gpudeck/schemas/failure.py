@@ -11,7 +11,11 @@ import re
 MAX_CHARS = 300
 TRACEBACK_HEADER = "Traceback (most recent call last):"
 MEMORY_LIMIT = "host memory limit"  # engine/host_memory.exceeded_text
-_RANK = re.compile(r"^rank (\d+)\b")
+# "rank 1 failed: ...", or a job across nodes' "on node node-a: rank 1 failed: ..."
+_RANK = re.compile(r"^((?:on node \S+: )?)rank (\d+)\b")
+# What torch prefixes each line a rank prints once it joined a process group with (its
+# exception hook: "[rank1]: Traceback ..."), or torchrun's --tee ("[default0]:").
+_LINE_PREFIX = re.compile(r"^\[(?:rank|default)\d+\]:\s?")
 
 
 def _last_exception_line(lines: list[str]) -> str | None:
@@ -30,14 +34,20 @@ def failure_cause(error: str | None) -> str | None:
     """One line saying why a job ended, or None when it has no error text."""
     if not error or not error.strip():
         return None
-    lines = error.strip().splitlines()
+    lines = [_LINE_PREFIX.sub("", line) for line in error.strip().splitlines()]
     first = lines[0].strip()
     exception = _last_exception_line(lines)
     rank = _RANK.match(first)
     if first.startswith(MEMORY_LIMIT):  # the verdict comes first; the traceback follows it
         cause = first
     elif exception is not None and "was killed by" not in first:
-        cause = f"rank {rank.group(1)}: {exception}" if rank else exception
+        cause = f"{rank.group(1)}rank {rank.group(2)}: {exception}" if rank else exception
     else:
         cause = first.split("; the end of its log:")[0].rstrip(":").strip()
     return cause if len(cause) <= MAX_CHARS else cause[: MAX_CHARS - 1] + "…"
+
+
+def failed_rank(error: str | None) -> int | None:
+    """The rank a failed job's error names first ("rank 1 failed: ..."), or None."""
+    found = _RANK.match(error.strip()) if error else None
+    return int(found.group(2)) if found else None

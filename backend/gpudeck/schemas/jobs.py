@@ -16,7 +16,7 @@ from pydantic import (
 
 from gpudeck.models import JobStatus
 from gpudeck.schemas.advice import advise, host_advice, time_advice
-from gpudeck.schemas.failure import failure_cause
+from gpudeck.schemas.failure import failed_rank, failure_cause
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._:-]*$"
 UUID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
@@ -252,6 +252,13 @@ class JobPublic(BaseModel):
     @property
     def error_summary(self) -> str | None:
         return failure_cause(self.error)
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="the rank whose failure ended the job (its log is the one to read), or null"
+    )
+    @property
+    def failed_rank(self) -> int | None:
+        return failed_rank(self.error)
 
     @computed_field(  # type: ignore[prop-decorator]
         description="after the run: better declarations for the next submission, from what "

@@ -246,6 +246,7 @@ def test_a_rank_that_raises_fails_the_job_with_its_traceback(
     job = wait_status(api, job_id, TERMINAL)
     assert job["status"] == "failed"
     assert job["error"].startswith("rank 1 failed"), job["error"]
+    assert job["failed_rank"] == 1  # the job page opens its log
     assert "ValueError: rank 1 failed on purpose at step 5" in job["error"]
     assert 'ddp_train.py", line' in job["error"]  # the traceback, from the error file
     assert_nothing_left(e2e_settings, job_id, token_of(e2e_settings, job_id))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpudeck.schemas.failure import failure_cause
+from gpudeck.schemas.failure import failed_rank, failure_cause
 
 TRACEBACK = """rank 0 failed:
 Traceback (most recent call last):
@@ -49,3 +49,31 @@ def test_plain_reasons_are_kept_and_long_ones_cut() -> None:
 def test_a_job_stopped_for_memory_says_so_before_its_traceback() -> None:
     verdict = "host memory limit 1 GiB exceeded by rank 1: an allocation failed past its share"
     assert failure_cause(f"{verdict}\n{TRACEBACK}") == verdict
+
+
+def test_a_torchrun_ranks_prefixed_traceback_gives_its_exception_and_rank() -> None:
+    """A plain script's rank under torchrun prints every line as "[rank1]: ..." once it has
+    joined a process group (torch's exception hook): the cause is still its exception line
+    (before: "rank 1 failed: exit code 1: To enable traceback see ..."), and the job page
+    opens that rank's log."""
+    error = (
+        "rank 1 failed: exit code 1: To enable traceback see: "
+        "https://pytorch.org/docs/stable/elastic/errors.html\n"
+        "the end of its log:\n"
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/code/train.py", line 5, in <module>\n'
+        '[rank1]:     open("/data/shard-7.bin")\n'
+        "[rank1]: FileNotFoundError: [Errno 2] No such file or directory: '/data/shard-7.bin'\n"
+    )
+    cause = "rank 1: FileNotFoundError: [Errno 2] No such file or directory: '/data/shard-7.bin'"
+    assert failure_cause(error) == cause
+    assert failed_rank(error) == 1
+    assert failed_rank("no heartbeat for over 6 s") is None
+
+
+def test_a_part_of_a_job_across_nodes_keeps_its_node_in_the_cause() -> None:
+    error = "on node node-b: " + TRACEBACK.replace("rank 0", "rank 3")
+    assert failure_cause(error) == (
+        "on node node-b: rank 3: FileNotFoundError: datasets directory /x missing"
+    )
+    assert failed_rank(error) == 3

@@ -170,6 +170,24 @@ describe("JobDetail across nodes", () => {
     expect(api.requests.some((r) => r.path === "/api/jobs/7/logs")).toBe(true);
   });
 
+  it("opens the log of the rank whose failure ended the job, not rank 0's", async () => {
+    const logs = (request: Request) => {
+      const rank = new URL(request.url).searchParams.get("rank");
+      return new Response(`output of rank ${rank}\n`, { status: 200, headers: { "Content-Type": "text/plain" } });
+    };
+    const failed = makeJob({
+      status: "failed",
+      finished_at: at,
+      world_size: 2,
+      error: "rank 1 failed: ...",
+      error_summary: "rank 1: FileNotFoundError: /data/shard-7.bin",
+      failed_rank: 1,
+    });
+    jobPage(failed, { "GET /api/jobs/7/logs": logs });
+    expect(await screen.findByTestId("log-tail")).toHaveTextContent("output of rank 1");
+    expect(screen.getByRole("button", { name: "rank 1" })).toHaveAttribute("aria-pressed", "true");
+  });
+
   it("has no ranks-per-node line on one node", async () => {
     jobPage(makeJob());
     await screen.findByTestId("cancel");

@@ -83,6 +83,7 @@ export function makeJob(overrides: Partial<Job> = {}): Job {
     progress: { step: 25, total: 100 },
     error: null,
     error_summary: null,
+    failed_rank: null,
     resume_from_job_id: null,
     estimate_bytes_per_device: 1024 ** 2,
     peak_memory_bytes: null,

@@ -10,7 +10,9 @@ import { nodeOfRank, ranksPerNode } from "../../lib/ranks";
  */
 export function LogTail({ job }: { job: Job }) {
   const ranks = Math.max(1, job.world_size);
-  const [rank, setRank] = useState(0);
+  // A failed job opens the log of the rank whose failure ended it, not rank 0's (which often
+  // says only that a peer went away).
+  const [rank, setRank] = useState(job.failed_rank ?? 0);
   const live = !isTerminal(job.status);
   const logs = useJobLogs(job.id, rank, 200, live);
   const text = logs.data ?? "";
