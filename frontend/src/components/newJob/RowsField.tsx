@@ -16,7 +16,7 @@ export function ListRows({ spec, id, value, onChange, disabled, described }: Pro
   const rows = Array.isArray(value) ? (value as string[]) : [];
   const set = (next: string[]) => onChange(spec.path, next);
   return (
-    <div className="rows" id={id} role="group" aria-describedby={described} data-rows={spec.path}>
+    <div className="rows" id={id} role="group" aria-label={spec.label} aria-describedby={described} data-rows={spec.path}>
       {rows.map((row, i) => (
         <div className="row" key={i}>
           <input
@@ -46,7 +46,7 @@ export function MapRows({ spec, id, value, onChange, disabled, described }: Prop
   const edit = (i: number, part: 0 | 1, text: string) =>
     set(rows.map((r, j): Pair => (j !== i ? r : part === 0 ? [text, r[1]] : [r[0], text])));
   return (
-    <div className="rows" id={id} role="group" aria-describedby={described} data-rows={spec.path}>
+    <div className="rows" id={id} role="group" aria-label={spec.label} aria-describedby={described} data-rows={spec.path}>
       {rows.map(([key, row], i) => (
         <div className="row" key={i}>
           <input

@@ -1,0 +1,68 @@
+// The kind form as a user meets it: rows for lists and maps, the API's name under a label that
+// says something else, a kind's fields by architecture, and the advanced ones folded.
+import { render, screen, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { useState } from "react";
+import { describe, expect, it } from "vitest";
+import { defaultValues, toConfig, type FormValues } from "../lib/jobForm";
+import { allFields, fieldsFromSchema, type FieldValue } from "../lib/schemaForm";
+import kinds from "../test/kindSchemas.json";
+import { JobForm } from "./JobForm";
+
+function Harness({ kind, errors = {} }: { kind: keyof typeof kinds; errors?: Record<string, string> }) {
+  const groups = fieldsFromSchema(kinds[kind].config_schema, kinds[kind].defaults);
+  const [values, setValues] = useState<FormValues>(() => defaultValues(allFields(groups)));
+  const onChange = (path: string, value: FieldValue) => setValues((v) => ({ ...v, [path]: value }));
+  return (
+    <>
+      <JobForm groups={groups} values={values} onChange={onChange} errors={errors} />
+      <pre data-testid="config">{JSON.stringify(toConfig(values, allFields(groups)))}</pre>
+    </>
+  );
+}
+
+const config = () => JSON.parse(screen.getByTestId("config").textContent ?? "{}") as Record<string, unknown>;
+
+describe("JobForm rows", () => {
+  it("adds, fills and removes a script's args and env rows, and sends a list and an object", async () => {
+    render(<Harness kind="script" />);
+    const args = screen.getByRole("group", { name: "args" });
+    await userEvent.click(within(args).getByRole("button", { name: "+ add one" }));
+    await userEvent.type(screen.getByLabelText("args 1"), "--steps");
+    await userEvent.click(within(args).getByRole("button", { name: "+ add another" }));
+    await userEvent.type(screen.getByLabelText("args 2"), "20");
+    await userEvent.click(within(screen.getByRole("group", { name: "env" })).getByRole("button", { name: "+ add one" }));
+    await userEvent.type(screen.getByLabelText("env 1 name"), "SEED");
+    await userEvent.type(screen.getByLabelText("env 1 value"), "3");
+    expect(config()).toMatchObject({ args: ["--steps", "20"], env: { SEED: "3" } });
+    await userEvent.click(within(args).getAllByRole("button", { name: "remove" })[0]!);
+    expect(config()).toMatchObject({ args: ["20"] });
+  });
+});
+
+describe("JobForm labels and applicability", () => {
+  it("shows the API's name under a label that differs from it, and no name where they agree", () => {
+    render(<Harness kind="sae" />);
+    const field = screen.getByLabelText("checkpoint every").closest(".field")!;
+    expect(field).toHaveTextContent("checkpoint_interval");
+    expect(screen.getByLabelText("steps", { selector: "input" }).closest(".field")!.querySelector(".api-name")).toBeNull();
+  });
+
+  it("shows an architecture's own fields, and folds the advanced ones", async () => {
+    render(<Harness kind="sae" />);
+    expect(screen.queryByLabelText("L1 coefficient")).toBeNull();
+    expect(screen.getByLabelText("k")).toBeVisible();
+    await userEvent.selectOptions(screen.getByLabelText("architecture"), "standard");
+    expect(screen.getByLabelText("L1 coefficient")).toBeVisible();
+    expect(screen.queryByLabelText("k")).toBeNull();
+    const advanced = screen.getByTestId("advanced");
+    expect(advanced).not.toHaveAttribute("open");
+    expect(within(advanced).getByLabelText("adam_beta1")).toBeInTheDocument();
+    expect(config()).not.toHaveProperty("k");
+  });
+
+  it("opens the advanced section by itself when one of its fields has a message", () => {
+    render(<Harness kind="sae" errors={{ "config.adam_beta1": "Input should be less than 1" }} />);
+    expect(screen.getByTestId("advanced")).toHaveAttribute("open");
+  });
+});
