@@ -114,6 +114,11 @@ export async function downloadFile(url: string, name: string): Promise<void> {
   setTimeout(() => URL.revokeObjectURL(href), 10_000);
 }
 
+/** A 403: the job is another user's, and this read is its owner's (and admins'). */
+export function isForbidden(error: unknown): boolean {
+  return error instanceof ApiError && error.status === 403;
+}
+
 /** A failed request, keeping the status and the API's body so pages can show the reason. */
 export class ApiError extends Error {
   readonly status: number;

@@ -1,6 +1,6 @@
 /** Server state through TanStack Query: one key per resource, so invalidation is by key. */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { api, unwrap, unwrapText } from "../client/api";
+import { api, isForbidden, unwrap, unwrapText } from "../client/api";
 import type { EstimateRequest, JobCreate, JobKind, JobStatus, RecommendStrategy, KindConfig } from "../client/types";
 
 export const keys = {
@@ -12,6 +12,19 @@ export const keys = {
   checkpoints: (id: number) => ["job", id, "checkpoints"] as const,
   mapProgress: (id: number) => ["job", id, "map-progress"] as const,
 };
+
+/**
+ * A job's owner-only reads (logs, metrics, checkpoints...): a 403 is the answer for another
+ * user's job, not a failure to retry, and polling stops there.
+ */
+export const ownerOnly = {
+  retry: (failures: number, error: Error) => !isForbidden(error) && failures < 3,
+};
+
+/** Poll every `ms` (false: not at all) until the answer is a 403. */
+export function pollUnlessForbidden(ms: number | false) {
+  return (query: { state: { error: unknown } }) => (isForbidden(query.state.error) ? false : ms);
+}
 
 export function useGpus() {
   return useQuery({
@@ -77,7 +90,8 @@ export function useJobLogs(id: number, rank: number, tail = 200, live = true) {
           parseAs: "text",
         }),
       ),
-    refetchInterval: live ? 3000 : false,
+    refetchInterval: pollUnlessForbidden(live ? 3000 : false),
+    ...ownerOnly,
   });
 }
 
@@ -88,6 +102,7 @@ export function useParentMetrics(parentId: number | null) {
     queryFn: async () => (await unwrap(api.GET("/api/jobs/{job_id}/metrics", { params: { path: { job_id: parentId ?? 0 } } }))).items,
     enabled: parentId !== null,
     staleTime: Infinity,
+    ...ownerOnly,
   });
 }
 
@@ -97,7 +112,8 @@ export function useSegments(id: number, enabled: boolean, live: boolean) {
     queryKey: ["job", id, "segments"],
     queryFn: () => unwrap(api.GET("/api/jobs/{job_id}/segments", { params: { path: { job_id: id } } })),
     enabled,
-    refetchInterval: live ? 5000 : false,
+    refetchInterval: pollUnlessForbidden(live ? 5000 : false),
+    ...ownerOnly,
   });
 }
 
@@ -107,7 +123,8 @@ export function useMapProgress(id: number, enabled: boolean, live: boolean) {
     queryKey: keys.mapProgress(id),
     queryFn: () => unwrap(api.GET("/api/jobs/{job_id}/map-progress", { params: { path: { job_id: id } } })),
     enabled,
-    refetchInterval: live ? 2000 : false,
+    refetchInterval: pollUnlessForbidden(live ? 2000 : false),
+    ...ownerOnly,
   });
 }
 
@@ -117,6 +134,7 @@ export function useFollowUp(id: number | null) {
     queryKey: ["job", id, "follow-up"],
     queryFn: () => unwrap(api.GET("/api/jobs/{job_id}/follow-up", { params: { path: { job_id: id ?? 0 } } })),
     enabled: id !== null,
+    ...ownerOnly,
   });
 }
 
@@ -124,7 +142,8 @@ export function useCheckpoints(id: number, live = true) {
   return useQuery({
     queryKey: keys.checkpoints(id),
     queryFn: () => unwrap(api.GET("/api/jobs/{job_id}/checkpoints", { params: { path: { job_id: id } } })),
-    refetchInterval: live ? 5000 : false,
+    refetchInterval: pollUnlessForbidden(live ? 5000 : false),
+    ...ownerOnly,
   });
 }
 

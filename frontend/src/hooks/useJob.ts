@@ -5,9 +5,9 @@
  */
 import { useQuery, useQueryClient, type QueryClient } from "@tanstack/react-query";
 import { useCallback, useEffect, useRef } from "react";
-import { api, unwrap } from "../client/api";
+import { api, isForbidden, unwrap } from "../client/api";
 import { isTerminal, type Job, type MetricPoint } from "../client/types";
-import { keys } from "./queries";
+import { keys, ownerOnly } from "./queries";
 import { useReconnectingSocket } from "./useReconnectingSocket";
 
 /** Frames of WS /ws/jobs/{id}: a snapshot, then events as the ranks publish them. */
@@ -92,8 +92,11 @@ export function useJob(id: number, WebSocketImpl?: typeof WebSocket) {
     },
     [client, id],
   );
+  // Another user's job: its metrics and its feed are its owner's; the first 403 says so (this
+  // component re-renders when the metrics query fails, and reads its state here)
+  const forbidden = isForbidden(client.getQueryState(keys.metrics(id))?.error);
   // a finished job sends nothing more: its socket closes and stays closed
-  const socket = useReconnectingSocket(terminal ? null : `/ws/jobs/${id}`, onMessage, { maxDelayMs: 10000, WebSocketImpl });
+  const socket = useReconnectingSocket(terminal || forbidden ? null : `/ws/jobs/${id}`, onMessage, { maxDelayMs: 10000, WebSocketImpl });
   const connected = socket.connection === "open";
   useEffect(() => {
     live.current = connected;
@@ -109,8 +112,9 @@ export function useJob(id: number, WebSocketImpl?: typeof WebSocket) {
   const metrics = useQuery({
     queryKey: keys.metrics(id),
     queryFn: () => fetchMetrics(client, id),
-    refetchInterval: terminal || connected ? false : 3000,
+    refetchInterval: terminal || connected || forbidden ? false : 3000,
+    ...ownerOnly,
   });
 
-  return { job, metrics, connected };
+  return { job, metrics, connected, forbidden: forbidden || isForbidden(metrics.error) };
 }

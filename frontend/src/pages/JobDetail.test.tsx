@@ -44,6 +44,31 @@ describe("JobDetail actions", () => {
     await waitFor(() => expect(api.requests.some((r) => r.method === "POST" && r.path === "/api/jobs/7/cancel")).toBe(true));
   });
 
+  it("on another user's job says its runs are the owner's, and stops asking", async () => {
+    const forbidden = () => json({ detail: { message: "job 7 belongs to ana", code: "forbidden", field: "job_id" } }, 403);
+    const api = jobPage(makeJob({ owner: "ana" }), {
+      "GET /api/jobs/7/metrics": forbidden,
+      "GET /api/jobs/7/logs": forbidden,
+      "GET /api/jobs/7/checkpoints": forbidden,
+    });
+    expect(await screen.findByTestId("owner-only")).toHaveTextContent("Only ana, who owns this job, or an admin");
+    expect(screen.queryByText("no data yet")).toBeNull();
+    expect(screen.queryByText("no output yet")).toBeNull();
+    const asked = () => api.requests.filter((r) => r.path === "/api/jobs/7/metrics").length;
+    const before = asked();
+    await new Promise((resolve) => setTimeout(resolve, 3500)); // past the 3 s poll
+    expect(asked()).toBe(before);
+    expect(FakeWebSocket.instances.filter((w) => w.url.includes("/ws/jobs/7")).length).toBeLessThanOrEqual(1);
+  }, 10000);
+
+  it("says why a cancel failed, after the confirmation is gone", async () => {
+    const refused = () => json({ detail: { message: "job 7 already ended (succeeded)", code: "conflict" } }, 409);
+    jobPage(makeJob(), { "POST /api/jobs/7/cancel": refused });
+    await userEvent.click(await screen.findByTestId("cancel"));
+    await userEvent.click(screen.getByTestId("confirm-cancel"));
+    expect(await screen.findByTestId("cancel-error")).toHaveTextContent("could not cancel: job 7 already ended (succeeded)");
+  });
+
   it("offers Resume only when the stopped job left a checkpoint", async () => {
     jobPage(makeJob({ status: "failed", finished_at: at }));
     await screen.findByTestId("run-again");

@@ -19,7 +19,7 @@ import { ranksPerNode } from "../lib/ranks";
 
 export function JobDetail() {
   const id = Number(useParams().id);
-  const { job, metrics, connected } = useJob(id);
+  const { job, metrics, connected, forbidden } = useJob(id);
   const kind = useKind(job.data?.kind ?? "");
   // a resumed job's charts continue the curve of the job it resumes
   const parent = useParentMetrics(job.data?.resume_from_job_id ?? null);
@@ -136,13 +136,22 @@ export function JobDetail() {
           </details>
         )}
       </section>
-      <Segments job={j} />
-      {isMap && ranks.data && <RankProgress progress={ranks.data} />}
-      <TrainingCharts points={points} charts={kind.data?.charts ?? []} />
-      <div className="two-col">
-        <LogTail job={j} />
-        <Checkpoints job={j} resumesFromOutput={isMap} />
-      </div>
+      {forbidden ? (
+        // Another user's job: what its ranks printed and wrote is its owner's (and admins').
+        <p className="banner" data-testid="owner-only">
+          Only {j.owner}, who owns this job, or an admin can see its metrics, logs and checkpoints.
+        </p>
+      ) : (
+        <>
+          <Segments job={j} />
+          {isMap && ranks.data && <RankProgress progress={ranks.data} />}
+          <TrainingCharts points={points} charts={kind.data?.charts ?? []} />
+          <div className="two-col">
+            <LogTail job={j} />
+            <Checkpoints job={j} resumesFromOutput={isMap} />
+          </div>
+        </>
+      )}
     </div>
   );
 }

@@ -8,10 +8,18 @@ function CancelButton({ job }: { job: Job }) {
   const cancel = useCancelJob(job.id);
   const [asking, setAsking] = useState(false);
   if (!asking) {
+    // The error shows here too: the confirmation is gone by the time the request fails.
     return (
-      <button type="button" className="button danger" disabled={cancel.isPending} onClick={() => setAsking(true)} data-testid="cancel">
-        {cancel.isPending ? "Cancelling…" : "Cancel"}
-      </button>
+      <span className="confirm">
+        <button type="button" className="button danger" disabled={cancel.isPending} onClick={() => setAsking(true)} data-testid="cancel">
+          {cancel.isPending ? "Cancelling…" : "Cancel"}
+        </button>
+        {cancel.error && (
+          <span className="field-error" role="alert" data-testid="cancel-error">
+            could not cancel: {cancel.error.message}
+          </span>
+        )}
+      </span>
     );
   }
   return (
@@ -31,7 +39,6 @@ function CancelButton({ job }: { job: Job }) {
       <button type="button" className="button" onClick={() => setAsking(false)}>
         Keep running
       </button>
-      {cancel.error && <span className="field-error">{cancel.error.message}</span>}
     </span>
   );
 }
