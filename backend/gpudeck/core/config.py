@@ -90,7 +90,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     # Extra job kinds: comma-separated importable modules exposing `KIND: JobKind`
-    # (read by trainer.kinds from the environment; an operator's setting, never a request's).
+    # (read by engine.kinds from the environment; an operator's setting, never a request's).
     kind_modules: str = ""
     # The built dashboard; None means frontend/dist of a source checkout.
     dashboard_dir: Path | None = None

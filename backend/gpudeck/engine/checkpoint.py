@@ -1,20 +1,17 @@
-"""Atomic, safetensors-only checkpoints: `<checkpoint_dir>/step_<n>/`.
+"""Atomic, safetensors-only checkpoints: `<checkpoint_dir>/step_<n>/`, files named by the kind.
 
-A checkpoint is written into `.tmp-step_<n>-<pid>/`, every file and the directory fsynced,
-then renamed to `step_<n>` and the parent fsynced: a crash at any moment leaves either the
-complete directory or none. Nothing here unpickles: weights and optimizer state are
-safetensors, the rest JSON.
-
-Files: `sae_weights.safetensors` + `cfg.json` (SAELens's layout for the `sae` kind; other kinds
-put their weights there too), `trainer_state.safetensors` (optimizer state, RNG) and
-`trainer_state.json` (step, data position, config, world size, versions).
+A kind passes named files: tensor dicts (each written as one safetensors file) and JSON
+documents. They are written into `.tmp-step_<n>-<pid>/` with the complete marker
+(engine/checkpoint_dir.py), every file and the directory fsynced, then the directory is renamed
+to `step_<n>` and the parent fsynced: a crash at any moment leaves either the complete directory
+or none. Nothing here unpickles: tensors are safetensors, the rest JSON. Which files a
+checkpoint holds, and what they mean, is the kind's business (docs/kinds.md).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -25,64 +22,78 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from gpudeck.engine import checkpoint_tmp
+from gpudeck.engine.checkpoint_dir import COMPLETE_MARKER, complete_checkpoints, step_of
 from gpudeck.engine.files import fsync_path
 
-WEIGHTS_FILE = "sae_weights.safetensors"
-CFG_FILE = "cfg.json"
-STATE_TENSORS_FILE = "trainer_state.safetensors"
-STATE_JSON_FILE = "trainer_state.json"
-CHECKPOINT_FILES = (WEIGHTS_FILE, CFG_FILE, STATE_TENSORS_FILE, STATE_JSON_FILE)
-_STEP_DIR = re.compile(r"^step_(\d+)$")
+TensorFiles = Mapping[str, Mapping[str, torch.Tensor]]
+JsonFiles = Mapping[str, Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
 class Checkpoint:
+    """A complete checkpoint directory; its files are read when asked for, by name."""
+
     path: Path
     step: int
-    weights: dict[str, torch.Tensor]
-    cfg: dict[str, Any]
-    state_tensors: dict[str, torch.Tensor]
-    state: dict[str, Any]
+
+    def read_tensors(self, name: str) -> dict[str, torch.Tensor]:
+        return load_file(self.path / name)
+
+    def read_json(self, name: str) -> dict[str, Any]:
+        data = json.loads((self.path / name).read_text())
+        if not isinstance(data, dict):
+            raise ValueError(f"{self.path / name} holds no JSON object")
+        return data
+
+    def has(self, name: str) -> bool:
+        return (self.path / name).is_file()
 
 
-def _write_json(path: Path, data: Mapping[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True))
+def _check_names(tensor_files: TensorFiles, json_files: JsonFiles) -> list[str]:
+    """The file names, refused unless each is a plain, visible name used once: hidden names
+    are GPUDeck's own (the marker), and a path could leave the directory."""
+    names = [*tensor_files, *json_files]
+    for name in names:
+        if not name or name.startswith(".") or "/" in name or "\\" in name:
+            raise ValueError(f"checkpoint file name {name!r}: use a plain name, not hidden")
+    if len(set(names)) != len(names):
+        raise ValueError(f"checkpoint file names repeat: {sorted(names)}")
+    if not names:
+        raise ValueError("a checkpoint needs at least one file")
+    return names
 
 
 def _contiguous(tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {name: t.detach().to("cpu").contiguous() for name, t in tensors.items()}
 
 
+def _fill(tmp: Path, tensor_files: TensorFiles, json_files: JsonFiles) -> None:
+    for name, tensors in tensor_files.items():
+        save_file(_contiguous(tensors), tmp / name)
+    for name, data in json_files.items():
+        (tmp / name).write_text(json.dumps(data, indent=2, sort_keys=True))
+    (tmp / COMPLETE_MARKER).touch()  # inside before the rename: complete as it appears
+
+
 def write_checkpoint(
     checkpoint_dir: str | Path,
     step: int,
     *,
-    weights: Mapping[str, torch.Tensor],
-    cfg: Mapping[str, Any],
-    state_tensors: Mapping[str, torch.Tensor],
-    state: Mapping[str, Any],
+    tensor_files: TensorFiles,
+    json_files: JsonFiles | None = None,
     keep: int,
-    extra_tensor_files: Mapping[str, Mapping[str, torch.Tensor]] | None = None,
 ) -> Path:
-    """Write step_<step> atomically, then keep only the newest `keep` checkpoints.
-
-    `extra_tensor_files` (file name: tensors) are written beside the others, inside the same
-    atomic rename (the `sae` kind's sparsity.safetensors); a checkpoint is complete without
-    them."""
+    """Write step_<step> atomically with the named files, then keep the newest `keep`."""
+    json_files = json_files or {}
+    names = _check_names(tensor_files, json_files)
     root = Path(checkpoint_dir)
     root.mkdir(parents=True, exist_ok=True)
     checkpoint_tmp.remove_partial(root)  # left by a writer that died
     tmp = checkpoint_tmp.write_dir(root, step)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    save_file(_contiguous(weights), tmp / WEIGHTS_FILE)
-    _write_json(tmp / CFG_FILE, cfg)
-    save_file(_contiguous(state_tensors), tmp / STATE_TENSORS_FILE)
-    _write_json(tmp / STATE_JSON_FILE, state)
-    extra = dict(extra_tensor_files or {})
-    for name, tensors in extra.items():
-        save_file(_contiguous(tensors), tmp / name)
-    for name in (*CHECKPOINT_FILES, *extra):
+    _fill(tmp, tensor_files, json_files)
+    for name in (*names, COMPLETE_MARKER):
         fsync_path(tmp / name)
     fsync_path(tmp)
     final = root / f"step_{step}"
@@ -101,47 +112,30 @@ def _discard(root: Path, path: Path) -> None:
     shutil.rmtree(doomed, ignore_errors=True)
 
 
-def _step_dirs(root: Path) -> list[tuple[int, Path]]:
-    found = []
-    for entry in root.iterdir() if root.is_dir() else ():
-        match = _STEP_DIR.match(entry.name)
-        if match and entry.is_dir():
-            found.append((int(match.group(1)), entry))
-    return sorted(found)
-
-
-def _is_complete(path: Path) -> bool:
-    return all((path / name).is_file() for name in CHECKPOINT_FILES)
-
-
 def prune_checkpoints(root: Path, keep: int) -> None:
-    complete = [path for _, path in _step_dirs(root) if _is_complete(path)]
+    complete = complete_checkpoints(root)
     for path in complete[: max(0, len(complete) - max(1, keep))]:
         _discard(root, path)
 
 
 def list_checkpoints(checkpoint_dir: str | Path) -> list[Path]:
     """Complete checkpoints, oldest first."""
-    return [path for _, path in _step_dirs(Path(checkpoint_dir)) if _is_complete(path)]
+    return complete_checkpoints(Path(checkpoint_dir))
 
 
 def latest_checkpoint(checkpoint_dir: str | Path) -> Path | None:
-    """The newest complete step_<n> dir; temporary and partial dirs are ignored."""
+    """The newest complete step_<n> dir; temporary and unmarked dirs are ignored."""
     complete = list_checkpoints(checkpoint_dir)
     return complete[-1] if complete else None
 
 
-def load_checkpoint(path: str | Path) -> Checkpoint:
+def open_checkpoint(path: str | Path) -> Checkpoint:
+    """The checkpoint at `path` (a `step_<n>` directory, e.g. TrainContext.resume_from)."""
     path = Path(path)
-    state = json.loads((path / STATE_JSON_FILE).read_text())
-    return Checkpoint(
-        path=path,
-        step=int(state["step"]),
-        weights=load_file(path / WEIGHTS_FILE),
-        cfg=json.loads((path / CFG_FILE).read_text()),
-        state_tensors=load_file(path / STATE_TENSORS_FILE),
-        state=state,
-    )
+    step = step_of(path)
+    if step is None or not path.is_dir():
+        raise ValueError(f"{path} is not a step_<n> checkpoint directory")
+    return Checkpoint(path=path, step=step)
 
 
 # --- optimizer and RNG state as flat tensor dicts --------------------------------------------

@@ -6,7 +6,8 @@
 - Metrics: JSON lines in the metrics file (`gpudeck.report`), each `{"step": n, name: number}`
   (optionally `"total": steps`), become `metrics` and `progress` events.
 - Checkpoints: a directory `step_<n>` that appears in the checkpoint dir (renamed into place
-  whole, as the engine's own) is marked complete and becomes a `checkpoint` event.
+  whole, as the engine's own) is marked complete (engine/checkpoint_dir.py) and becomes a
+  `checkpoint` event.
 - Failure: torchrun's "Root Cause" summary names the failing rank; its traceback comes from
   the error file (`TORCHELASTIC_ERROR_FILE`, written by scripts using `@record`), else from the
   end of that rank's log. It is written to `<run_dir>/rank<r>.traceback`, as rank.py does.
@@ -23,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-COMPLETE_MARKER = ".gpudeck-complete"
+from gpudeck.engine.checkpoint_dir import COMPLETE_MARKER, step_dirs
+
 READ_BYTES = 256 * 1024
 # Ends the piece of a line longer than READ_BYTES; the line goes on in the next piece.
 LINE_CUT_MARK = b" [gpudeck: line longer than 256 KiB, cut here; it continues below]\n"
 LOG_TAIL_BYTES = 4000
 _ATTEMPT_RE = re.compile(r"attempt_(\d+)$")
-_STEP_RE = re.compile(r"^step_(\d+)$")
 _ROOT_RANK_RE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+)", re.S)
 _ROOT_EXIT_RE = re.compile(r"Root Cause.*?exitcode\s*:\s*(-?\d+)", re.S)
 _ROOT_TRACE_RE = re.compile(r"Root Cause.*?traceback\s*:\s*(.*?)\n\s*(?:=|-{5})", re.S)
@@ -147,20 +148,14 @@ class CommandOutput:
         return events
 
     def _new_checkpoints(self) -> list[Event]:
-        root = self.files.checkpoint_dir
         events: list[Event] = []
-        entries = sorted(root.iterdir()) if root.is_dir() else []
-        for entry in entries:
-            match = _STEP_RE.match(entry.name)
-            if not match or not entry.is_dir() or entry.is_symlink():
-                continue
-            step = int(match[1])
+        for step, entry in step_dirs(self.files.checkpoint_dir):
             if step in self._checkpoints:
                 continue
             self._checkpoints.add(step)
             (entry / COMPLETE_MARKER).touch()
             events.append(("checkpoint", {"step": step, "path": str(entry)}))
-        return sorted(events, key=lambda e: int(e[1]["step"]))
+        return events
 
     def failure(self) -> tuple[int, str] | None:
         """(global rank, what it said) of the rank torchrun names as the root cause."""

@@ -201,25 +201,23 @@ class TrainContext:
     def save_checkpoint(
         self,
         step: int,
-        sae_tensors: Mapping[str, torch.Tensor],
-        cfg_json: Mapping[str, Any],
-        trainer_state_tensors: Mapping[str, torch.Tensor],
-        trainer_state_json: Mapping[str, Any],
-        extra_tensor_files: Mapping[str, Mapping[str, torch.Tensor]] | None = None,
+        *,
+        tensor_files: checkpoint.TensorFiles,
+        json_files: checkpoint.JsonFiles | None = None,
     ) -> Path | None:
-        """Rank 0 writes step_<n> atomically and announces it; other ranks return None.
-        `extra_tensor_files`: more safetensors files for the same directory (file: tensors)."""
+        """Rank 0 writes step_<n> atomically with the kind's own files and announces it;
+        other ranks return None (gather what rank 0 needs before calling it).
+
+        `tensor_files`: file name -> tensors, each written as one safetensors file;
+        `json_files`: file name -> a JSON object. The names are the kind's (docs/kinds.md)."""
         if not self.is_main:
             return None
         path = checkpoint.write_checkpoint(
             self.checkpoint_dir,
             step,
-            weights=sae_tensors,
-            cfg=cfg_json,
-            state_tensors=trainer_state_tensors,
-            state=trainer_state_json,
+            tensor_files=tensor_files,
+            json_files=json_files,
             keep=self.keep_checkpoints,
-            extra_tensor_files=extra_tensor_files,
         )
         self.publish("checkpoint", {"step": step, "path": str(path)})
         log.info("step %d: checkpoint written to %s", step, path)

@@ -21,7 +21,7 @@ CONTRACT_FILE = "contract.json"
 
 # Expandable segments: the caching allocator grows one mapping instead of keeping blocks of
 # every size it ever cut, so what the process reserves follows what it allocates. Without it
-# an SAE step on an H200 reserved 17-20 % beyond its allocated peak (docs/benchmarks-gpu.md),
+# a training step on an H200 reserved 17-20 % beyond its allocated peak (docs/benchmarks-gpu.md),
 # memory no estimate could promise to another job.
 CUDA_ALLOC_CONF = "expandable_segments:True"
 

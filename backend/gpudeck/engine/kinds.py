@@ -1,7 +1,8 @@
 """The job-kind contract and registry: the only way a job names the code it runs.
 
 A kind is a folder with a `JobKind` and an entry point in the `gpudeck.job_kinds` group (the
-built-in `sae` kind is registered the same way, in gpudeck's own pyproject.toml). Everything
+built-in kinds are registered the same way, in gpudeck's own pyproject.toml; docs/kinds.md
+tells a kind's author the whole contract). Everything
 kind-specific that the API, services and dashboard need comes from here: the config model (its
 JSON Schema renders the form), the memory estimate, the metric names and the charts. Code
 references are "module:function" strings resolved lazily, so validating a request (in the API)
@@ -15,10 +16,11 @@ never imports torch:
 - `max_batch`: optional, `max_batch(config, world_size, bytes_free, *, safety_margin_bytes,
   device_type) -> int`, the largest global batch whose estimate fits
 - `follow_up`: optional, `follow_up(config, data_dir) -> FollowUp | None`: the job that can
-  work on this kind's output (an `sae` on extracted activations), prefilled from its config
-  and what it wrote (the dashboard's "train an SAE on this output")
+  work on this kind's output (a trainer on the activations an extraction wrote), prefilled
+  from its config and what it wrote (the dashboard's follow-up button)
 - `expectations`: optional, `expectations(config) -> list[Expectation]`: figures the job is
-  expected to show, known from its config before it runs (an SAE's L0); the form shows them
+  expected to show, known from its config before it runs (a sparsity fixed by a config
+  field); the form shows them
 - `command`: optional, `command(launch) -> engine.command.CommandSpec`: the kind runs one
   program of its own (e.g. torchrun) instead of `train` in one rank process per device; the
   launcher starts it under a guard (engine/command.py) with the same cancel and fault rules
@@ -94,7 +96,7 @@ class FollowUp:
 
 @dataclass(frozen=True)
 class Expectation:
-    """A figure a job should show, read from its config alone (TopK's L0 is its k)."""
+    """A figure a job should show, read from its config alone (a sparsity its config fixes)."""
 
     label: str
     value: str

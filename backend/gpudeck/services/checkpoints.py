@@ -12,12 +12,13 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from gpudeck.engine.command_output import COMPLETE_MARKER
+from gpudeck.engine import checkpoint_dir
 from gpudeck.models import Checkpoint
 from gpudeck.services.errors import NotFound
 
-# What makes a step directory a complete checkpoint (the trainer renames it into place whole).
-REQUIRED_FILES = (
+# Before the complete marker (issue 25), the engine wrote these four files into every
+# checkpoint, whatever the kind: such a directory, renamed into place whole, is complete too.
+PRE_MARKER_FILES = (
     "sae_weights.safetensors",
     "cfg.json",
     "trainer_state.safetensors",
@@ -42,11 +43,10 @@ def inside(data_dir: Path, relative: str) -> Path | None:
 
 
 def is_complete(directory: Path) -> bool:
-    # A command job's (`script`) checkpoint holds the script's own files: the worker marks it
-    # complete once it was renamed into place (engine/command_output.py).
-    if (directory / COMPLETE_MARKER).is_file():
+    """Marked complete (engine/checkpoint_dir.py), or written whole before markers existed."""
+    if checkpoint_dir.is_complete(directory):
         return True
-    return all((directory / name).is_file() for name in REQUIRED_FILES)
+    return all((directory / name).is_file() for name in PRE_MARKER_FILES)
 
 
 def list_checkpoints(session: Session, job_id: int) -> list[Checkpoint]:

@@ -35,8 +35,11 @@ def train(ctx: TrainContext, config: LinRegConfig) -> None:
         step += 1
     ctx.report(step, {"loss": float(loss), "world_size": float(ctx.world_size)})
     ctx.log(f"rank {ctx.rank} of {ctx.world_size} on {ctx.device}")
-    weights = {"weight": model.weight.detach()}
-    ctx.save_checkpoint(step, weights, {"kind": "linreg"}, {}, {"step": step})
+    ctx.save_checkpoint(
+        step,
+        tensor_files={"model.safetensors": {"weight": model.weight.detach()}},
+        json_files={"about.json": {"kind": "linreg"}},
+    )
     del ddp
 
 

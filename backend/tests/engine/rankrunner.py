@@ -143,9 +143,10 @@ def write_checkpoints_forever(root: str) -> None:
         checkpoint.write_checkpoint(
             root,
             step,
-            weights={"w": torch.full((256, 256), float(step))},
-            cfg={"step": step},
-            state_tensors={"s": torch.zeros(1000)},
-            state={"step": step},
+            tensor_files={
+                "w.safetensors": {"w": torch.full((256, 256), float(step))},
+                "s.safetensors": {"s": torch.zeros(1000)},
+            },
+            json_files={"step.json": {"step": step}},
             keep=2,
         )

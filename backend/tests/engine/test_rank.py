@@ -12,6 +12,7 @@ import torch
 from rankrunner import make_spec, read_events, run_ranks, start_ranks, tiny_config
 
 from gpudeck.engine import checkpoint
+from gpudeck.kinds.sae import checkpoint as sae_checkpoint
 from gpudeck.kinds.sae.data import FileSource, GlobalBatchLoader
 
 
@@ -23,8 +24,9 @@ def test_a_plugged_in_kind_gets_the_same_context(tmp_path: Path) -> None:
     assert metrics["data"]["metrics"]["world_size"] == 2.0
     logs = sorted(e["data"]["message"] for e in read_events(spec, "log"))
     assert logs == ["rank 0 of 2 on cpu", "rank 1 of 2 on cpu"]
-    ckpt = checkpoint.load_checkpoint(checkpoint.latest_checkpoint(spec.checkpoint_dir))  # type: ignore[arg-type]
-    assert ckpt.step == 200 and ckpt.cfg == {"kind": "linreg"}
+    ckpt = checkpoint.open_checkpoint(checkpoint.latest_checkpoint(spec.checkpoint_dir))  # type: ignore[arg-type]
+    assert ckpt.step == 200 and ckpt.read_json("about.json") == {"kind": "linreg"}
+    assert ckpt.read_tensors("model.safetensors")["weight"].shape == (1, 4)
 
 
 def test_a_failing_rank_leaves_its_traceback(tmp_path: Path) -> None:
@@ -55,7 +57,7 @@ def test_sigterm_stops_all_ranks_with_a_final_checkpoint(tmp_path: Path) -> None
     assert [p.exitcode for p in procs] == [0, 0]
     latest = checkpoint.latest_checkpoint(spec.checkpoint_dir)
     assert latest is not None
-    step = checkpoint.load_checkpoint(latest).step
+    step = sae_checkpoint.load(latest).step
     assert 10 <= step < 1_000_000
     assert read_events(spec, "progress")[-1]["data"] == {"step": step, "total": 1_000_000}
 
@@ -88,6 +90,6 @@ def test_a_loss_that_becomes_nan_fails_the_job_naming_the_step(tmp_path: Path) -
         assert "NonFiniteLoss: loss became nan at step 7" in text, text
     assert [e["data"]["step"] for e in read_events(spec, "metrics")] == list(range(1, 7))
     saved = checkpoint.list_checkpoints(spec.checkpoint_dir)
-    assert [checkpoint.load_checkpoint(p).step for p in saved] == [4, 5, 6]
-    weights = checkpoint.load_checkpoint(saved[-1]).weights
+    assert [sae_checkpoint.load(p).step for p in saved] == [4, 5, 6]
+    weights = sae_checkpoint.load(saved[-1]).weights
     assert all(torch.isfinite(w).all() for w in weights.values())

@@ -23,6 +23,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from gpudeck.engine import checkpoint
 from gpudeck.engine.context import TrainContext
+from gpudeck.kinds.sae import checkpoint as sae_checkpoint
 from gpudeck.kinds.sae.arch import build_sae
 from gpudeck.kinds.sae.config import FileDataset, SaeConfig
 from gpudeck.kinds.sae.data import (
@@ -36,7 +37,6 @@ from gpudeck.kinds.sae.data import (
 from gpudeck.kinds.sae.metrics import DeadLatents, MetricsTracker, mmcs
 from gpudeck.kinds.sae.model import Sae, SaeOutput, train_step
 
-SPARSITY_FILE = "sparsity.safetensors"  # SAELens's name: log10 feature density, key "sparsity"
 SAE_LENS_VERSION = "6.0.0"  # the cfg.json format we write (SAELens >= 6 reads it as is)
 PEAK_MEMORY_AFTER_STEPS = 3
 # The first non-finite step is kept on the device as 4 * step + what, so that one all_reduce
@@ -172,10 +172,14 @@ def _save(ctx: TrainContext, run: _Run) -> None:
         "torch_version": torch.__version__,
         "activation_scale": run.scale,
     }
-    weights = run.model.export_weights(run.scale)
-    cfg = sae_lens_cfg(run.config, run.model, run.scale)
-    sparsity = {SPARSITY_FILE: {"sparsity": log_feature_density(ctx, run)}}
-    ctx.save_checkpoint(run.step, weights, cfg, state_tensors, state, sparsity)
+    saved = sae_checkpoint.SaeSave(
+        weights=run.model.export_weights(run.scale),
+        cfg=sae_lens_cfg(run.config, run.model, run.scale),
+        sparsity=log_feature_density(ctx, run),
+        state_tensors=state_tensors,
+        state=state,
+    )
+    sae_checkpoint.save(ctx, run.step, saved)
     run.last_saved = run.step
     run.fire_counts.zero_()
 
@@ -192,11 +196,13 @@ def log_feature_density(ctx: TrainContext, run: _Run) -> torch.Tensor:
     return torch.log10(counts / samples + 1e-10).float()
 
 
-def _restore(ctx: TrainContext, model: Sae, scale: float) -> tuple[int, DataPosition, Any]:
+def _restore(
+    ctx: TrainContext, model: Sae, scale: float
+) -> tuple[int, DataPosition, sae_checkpoint.SaeCheckpoint | None]:
     """Load weights into `model`; returns (step, data position, the checkpoint for the rest)."""
     if ctx.resume_from is None:
         return 0, DataPosition(), None
-    ckpt = checkpoint.load_checkpoint(ctx.resume_from)
+    ckpt = sae_checkpoint.load(ctx.resume_from)
     saved_scale = float(ckpt.state.get("activation_scale", 1.0))
     if saved_scale != scale:
         raise ValueError(f"the checkpoint's activation scale {saved_scale} differs from {scale}")

@@ -9,8 +9,9 @@ import torch
 from cuda_cases import CPU_AND_CUDA, device_for
 from rankrunner import make_spec, run_ranks, tiny_config
 
-from gpudeck.engine.checkpoint import latest_checkpoint, load_checkpoint
+from gpudeck.engine.checkpoint import latest_checkpoint
 from gpudeck.kinds.sae.arch import JumpReluSae
+from gpudeck.kinds.sae.checkpoint import load as load_checkpoint
 from gpudeck.kinds.sae.config import Architecture, SaeConfig, SyntheticDataset
 from gpudeck.kinds.sae.data import SyntheticSource
 from gpudeck.kinds.sae.metrics import DeadLatents

@@ -14,8 +14,9 @@ import torch.multiprocessing as torch_mp
 from cuda_cases import device_for
 from rankrunner import make_spec, run_ranks, tiny_config
 
-from gpudeck.engine.checkpoint import latest_checkpoint, load_checkpoint
+from gpudeck.engine.checkpoint import latest_checkpoint
 from gpudeck.engine.launch import free_port
+from gpudeck.kinds.sae.checkpoint import load as load_checkpoint
 
 RANKS_TIMEOUT_S = 120
 

@@ -17,7 +17,8 @@ from rankrunner import make_spec, run_ranks, tiny_config
 from safetensors.torch import load_file, save_file
 from test_checkpoint import sae_lens_python
 
-from gpudeck.engine.checkpoint import latest_checkpoint, load_checkpoint
+from gpudeck.engine.checkpoint import latest_checkpoint
+from gpudeck.kinds.sae.checkpoint import load as load_checkpoint
 from gpudeck.kinds.sae.config import SaeConfig
 from gpudeck.kinds.sae.train import build_model
 

@@ -22,6 +22,9 @@ class LinRegConfig(BaseModel):
     noise: float = Field(default=0.01, ge=0, le=10, description="std of the label noise")
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     metrics_interval: int = Field(default=10, ge=1, le=100_000, description="steps between reports")
+    checkpoint_interval: int = Field(
+        default=0, ge=0, le=1_000_000, description="steps between checkpoints (0: none on the way)"
+    )
     checkpoint_at_end: StrictBool = Field(default=True, description="save the weights when done")
 
 

@@ -14,8 +14,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from gpudeck.kinds.sae.arch.topk import auxk_loss, topk_warm_up_latents
-from gpudeck.kinds.sae.model import Latents, Sae, gathered_preact
+from gpudeck.kinds.sae.arch.topk import KSparseSae, topk_warm_up_latents
+from gpudeck.kinds.sae.model import Latents, gathered_preact
 
 
 def global_kth_largest(values: torch.Tensor, count: int) -> torch.Tensor:
@@ -33,28 +33,15 @@ def kth_of_local_tops(local: torch.Tensor, count: int) -> torch.Tensor:
     return torch.topk(local, min(count, local.numel()), sorted=False).values.min()
 
 
-class BatchTopKSae(Sae):
+class BatchTopKSae(KSparseSae):
     architecture = "batchtopk"
     sae_lens_architecture = "jumprelu"
-    unit_norm_decoder = True
 
     topk_threshold: torch.Tensor
 
-    def __init__(
-        self,
-        d_in: int,
-        d_sae: int,
-        *,
-        k: int,
-        aux_k_coefficient: float,
-        threshold_lr: float,
-        sparse_decoder: bool = True,
-        dtype: torch.dtype = torch.float32,
-    ) -> None:
-        super().__init__(d_in, d_sae, dtype=dtype)
-        self.k = k
-        self.sparse_decoder = sparse_decoder
-        self.aux_k_coefficient = aux_k_coefficient
+    def __init__(self, d_in: int, d_sae: int, *, threshold_lr: float, **k_sparse: Any) -> None:
+        """`k_sparse`: KSparseSae's settings (k, aux_k_coefficient, sparse_decoder, dtype)."""
+        super().__init__(d_in, d_sae, **k_sparse)
         self.threshold_lr = threshold_lr
         # float64 as SAELens keeps it: an EMA of small steps rounds away in lower precision.
         self.register_buffer("topk_threshold", torch.zeros((), dtype=torch.float64))
@@ -110,15 +97,6 @@ class BatchTopKSae(Sae):
         values = gathered_preact(self, x, hidden_pre, latents, samples).relu()
         values = values * (hidden_pre[samples, latents] >= kth).to(values.dtype)
         return Latents(values, latents, offsets), hidden_pre.new_zeros(()), hidden_pre
-
-    def aux_loss(
-        self,
-        x: torch.Tensor,
-        sae_out: torch.Tensor,
-        hidden_pre: torch.Tensor,
-        dead_mask: torch.Tensor | None,
-    ) -> torch.Tensor:
-        return auxk_loss(self, x, sae_out, hidden_pre, dead_mask, self.aux_k_coefficient)
 
     def export_weights(self, scale: float) -> dict[str, torch.Tensor]:
         weights = super().export_weights(scale)

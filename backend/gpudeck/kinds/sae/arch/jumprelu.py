@@ -23,16 +23,20 @@ def _rectangle(x: torch.Tensor) -> torch.Tensor:
     return ((x > -0.5) & (x < 0.5)).to(x)
 
 
-class _Step(torch.autograd.Function):
-    @staticmethod
-    def forward(x: torch.Tensor, threshold: torch.Tensor, bandwidth: float) -> torch.Tensor:
-        return (x > threshold).to(x)
+class _ThresholdFunction(torch.autograd.Function):
+    """forward(x, threshold, bandwidth): what backward needs is the same for both gates."""
 
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
         x, threshold, bandwidth = inputs
         ctx.save_for_backward(x, threshold)
         ctx.bandwidth = bandwidth
+
+
+class _Step(_ThresholdFunction):
+    @staticmethod
+    def forward(x: torch.Tensor, threshold: torch.Tensor, bandwidth: float) -> torch.Tensor:
+        return (x > threshold).to(x)
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[Any, ...]:
@@ -42,16 +46,10 @@ class _Step(torch.autograd.Function):
         return None, grad.sum(dim=0), None
 
 
-class _JumpReLU(torch.autograd.Function):
+class _JumpReLU(_ThresholdFunction):
     @staticmethod
     def forward(x: torch.Tensor, threshold: torch.Tensor, bandwidth: float) -> torch.Tensor:
         return (x * (x > threshold)).to(x)
-
-    @staticmethod
-    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        x, threshold, bandwidth = inputs
-        ctx.save_for_backward(x, threshold)
-        ctx.bandwidth = bandwidth
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[Any, ...]:

@@ -15,13 +15,11 @@ import torch
 from gpudeck.kinds.sae.model import Latents, Sae, gathered_preact, sparse_decode
 
 
-class TopKSae(Sae):
-    architecture = "topk"
-    sae_lens_architecture = "topk"
+class KSparseSae(Sae):
+    """The k-sparse family (topk, batchtopk): k latents a sample on average, unit-norm decoder
+    rows, and the AuxK loss reviving dead latents."""
+
     unit_norm_decoder = True
-    # With the sparse decoder, the encoder's backward is sparse too (model.gathered_preact).
-    # An attribute only so that bench/trainer_throughput.py can time the decoder alone.
-    sparse_encoder_backward = True
 
     def __init__(
         self,
@@ -37,6 +35,23 @@ class TopKSae(Sae):
         self.k = k
         self.aux_k_coefficient = aux_k_coefficient
         self.sparse_decoder = sparse_decoder
+
+    def aux_loss(
+        self,
+        x: torch.Tensor,
+        sae_out: torch.Tensor,
+        hidden_pre: torch.Tensor,
+        dead_mask: torch.Tensor | None,
+    ) -> torch.Tensor:
+        return auxk_loss(self, x, sae_out, hidden_pre, dead_mask, self.aux_k_coefficient)
+
+
+class TopKSae(KSparseSae):
+    architecture = "topk"
+    sae_lens_architecture = "topk"
+    # With the sparse decoder, the encoder's backward is sparse too (model.gathered_preact).
+    # An attribute only so that bench/trainer_throughput.py can time the decoder alone.
+    sparse_encoder_backward = True
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         top = torch.topk(self.hidden_pre(x), self.k, dim=-1, sorted=False)
@@ -57,15 +72,6 @@ class TopKSae(Sae):
         if not self.sparse_decoder:
             latents = Latents(latents.dense(self.d_sae))
         return latents, hidden_pre.new_zeros(()), hidden_pre
-
-    def aux_loss(
-        self,
-        x: torch.Tensor,
-        sae_out: torch.Tensor,
-        hidden_pre: torch.Tensor,
-        dead_mask: torch.Tensor | None,
-    ) -> torch.Tensor:
-        return auxk_loss(self, x, sae_out, hidden_pre, dead_mask, self.aux_k_coefficient)
 
     def sae_lens_fields(self) -> dict[str, Any]:
         return {"k": self.k, "rescale_acts_by_decoder_norm": False}
