@@ -98,6 +98,8 @@ def submit(
         except ValueError:
             err_console.print("[red]--gpus[/red] must be comma-separated indices, e.g. 0,1")
             raise typer.Exit(2) from None
+        if count is not None:  # both: the API's 422 says which to drop, never silently one
+            body["count"] = count
     else:
         body["count"] = count or 1
         body["node"] = node
@@ -130,13 +132,20 @@ def jobs(
     for j in page["items"]:
         total = j["progress"]["total"]
         progress = f"{j['progress']['step']}/{total}" if total else str(j["progress"]["step"])
-        devices = ",".join(str(d["index"]) for d in j["devices"])
         listing.add_row(
-            str(j["id"]), j["name"], j["kind"], j["status"], f"{j['node']}:{devices}",
+            str(j["id"]), j["name"], j["kind"], j["status"], held_devices(j),
             progress, j["owner"], j["created_at"][:19],
         )  # fmt: skip
     console.print(listing)
     console.print(f"{len(page['items'])} of {page['total']} jobs")
+
+
+def held_devices(job: dict[str, Any]) -> str:
+    """`vm:0,1`, or `a:0,1 b:0,1` for a job across nodes; `-` for one that never held any."""
+    by_node: dict[str, list[str]] = {}
+    for d in job["devices"]:
+        by_node.setdefault(d["node"], []).append(str(d["index"]))
+    return " ".join(f"{node}:{','.join(indices)}" for node, indices in by_node.items()) or "-"
 
 
 def cancel(

@@ -26,6 +26,7 @@ from gpudeck.cli.http import (
     request,
     size,
 )
+from gpudeck.cli.scheduling import describe_submitted
 
 JobArg = Annotated[int, typer.Argument(min=1, help="the job's id")]
 
@@ -170,11 +171,7 @@ def resume(
     if as_json:
         print(json.dumps(job, indent=2))
     else:
-        devices = ", ".join(str(d["index"]) for d in job["devices"])
-        console.print(
-            f"job [bold]{job['id']}[/bold] {job['status']}, resuming job {job_id}, "
-            f"on {job['node']} devices {devices or '-'}"
-        )
+        console.print(f"{describe_submitted(job)} (resumes job {job_id})")
     if wait:
         wait_for(url, job["id"])
 

@@ -123,4 +123,6 @@ def describe_submitted(job: dict[str, Any]) -> str:
     if not job["devices"]:  # placed between the answer and the read: it starts shortly
         return f"job [bold]{job['id']}[/bold] {job['status']}"
     devices = ", ".join(str(d["index"]) for d in job["devices"])
-    return f"job [bold]{job['id']}[/bold] {job['status']} on {job['node']} devices {devices}"
+    # Placed on its devices, its worker not yet started: it starts now, it does not queue.
+    status = "starting" if job["status"] == "queued" else job["status"]
+    return f"job [bold]{job['id']}[/bold] {status} on {job['node']} devices {devices}"

@@ -27,6 +27,15 @@ class NothingToResume(Conflict):
         )
 
 
+class NotResumable(Conflict):
+    """One rule for the API, the CLI and the dashboard: a job is resumed once (a second resume
+    would fork its run; resume the resumed one), and a job that trains from checkpoints only
+    when it stopped before its end (a succeeded one ran all its steps: run it again)."""
+
+    def __init__(self, job_id: int, why: str) -> None:
+        super().__init__(message=f"job {job_id} {why}", field="job_id", code="not_resumable")
+
+
 def _same_devices_if_free(session: Session, source: Job) -> list[DeviceRef] | None:
     uuids = [a.gpu_uuid for a in source.allocations]
     if not uuids or live_holders(session, source.node, uuids):
@@ -42,9 +51,25 @@ def _same_devices_if_free(session: Session, source: Job) -> list[DeviceRef] | No
 def resume_job(
     session: Session, job_id: int, request: JobResume, *, owner: str, data_dir: Path
 ) -> Job:
-    source = get_job(session, job_id)
+    get_job(session, job_id)  # 404 first
+    source = job_state.lock_job(session, job_id)  # two resumes at once: one waits, then sees
     if JobStatus(source.status) not in job_state.TERMINAL:
         raise InvalidTransition(job_id, source.status, "resumed (it has not finished)")
+    if source.status == JobStatus.succeeded and resumes_from_checkpoint(source.kind):
+        # A map job that succeeded may be resumed: it writes again only the chunks its
+        # output lacks (one deleted or damaged since).
+        raise NotResumable(
+            job_id, "succeeded: it ran all its steps; run it again with more steps instead"
+        )
+    already = session.scalar(
+        select(Job.id).where(Job.resume_from_job_id == job_id).order_by(Job.id.desc()).limit(1)
+    )
+    if already is not None:
+        raise NotResumable(
+            job_id,
+            f"was resumed already, by job {already}: resume that one, which has the "
+            "newer checkpoints",
+        )
     if resumes_from_checkpoint(source.kind) and newest_complete(session, job_id, data_dir) is None:
         raise NothingToResume(job_id)
     devices = request.devices

@@ -39,7 +39,15 @@ def test_admin_commands_go_through_the_api(cli: Cli) -> None:
     )
     listing = cli("token", "list").stdout
     assert "laptop" in listing and "bob" in listing
-    assert "bob" in cli("user", "list").stdout
+    users = cli("user", "list").stdout
+    assert "bob" in users
+    # An admin may run code whatever its flag says: the list does not say "no".
+    admin_row = next(line for line in users.splitlines() if " admin " in f" {line} ")
+    assert "yes (admin)" in admin_row, users
+
+    # --gpus and --count together: the API's 422, not --count dropped in silence.
+    both = cli("submit", "sae", "--gpus", "0", "--count", "2")
+    assert both.returncode != 0 and "devices or count" in one_line(both.stderr), both
 
     # bob is no admin: the API refuses, in one line, and nothing is created.
     refused = cli("user", "create", "eve", token=bob)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 from cli_harness import Cli
 from e2e_helpers import WorkerProcess
@@ -51,11 +52,31 @@ def test_submit_wait_show_logs_and_resume_of_a_job_that_succeeds(
     assert "sae_weights.safetensors" in saved.stdout and "KiB" in saved.stdout
     assert f"/api/jobs/{job}/checkpoints/30/files/" in saved.stdout  # on this API's disk
 
-    resumed = cli("resume", str(job), "--wait")
+    # It ran all its steps: one rule for the CLI, the API and the dashboard.
+    refused = cli("resume", str(job))
+    assert refused.returncode == 1 and "ran all its steps" in refused.stderr, refused
+
+
+def test_a_cancelled_job_resumes_once_and_says_where_it_starts(
+    cli: Cli, worker: WorkerProcess
+) -> None:
+    long = json.loads(SAE) | {"steps": 100_000, "checkpoint_interval": 10}
+    started = cli("submit", "sae", "--config", json.dumps(long), "--count", "2")
+    job = job_id_of(started.stdout)
+    while "step" not in cli("checkpoints", str(job)).stdout:
+        time.sleep(0.2)
+    assert cli("cancel", str(job)).returncode == 0
+    while "cancelled" not in cli("show", str(job)).stdout:
+        time.sleep(0.2)
+    resumed = cli("resume", str(job))
     assert resumed.returncode == 0, resumed.stderr
-    assert f"resuming job {job}" in resumed.stdout
+    line = " ".join(resumed.stdout.split())
     again = job_id_of(resumed.stdout)
+    assert line.endswith(f"(resumes job {job})") and " queued on " not in line, line
     assert re.search(rf"resumes\s+job {job}\s", cli("show", str(again)).stdout)
+    twice = cli("resume", str(job))
+    assert twice.returncode == 1 and f"by job {again}" in twice.stderr, twice
+    cli("cancel", str(again))
 
 
 def test_a_failed_job_exits_non_zero_with_its_cause(cli: Cli, worker: WorkerProcess) -> None:

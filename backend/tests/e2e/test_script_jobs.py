@@ -209,15 +209,26 @@ def test_the_example_runs_unchanged_and_matches_plain_torchrun(
 def test_a_resumed_script_job_gets_its_checkpoint(
     api: TestClient, script_worker: WorkerProcess, e2e_settings: Settings
 ) -> None:
-    config = {"entrypoint": "ddp_train.py", "args": [*ARGS, "--checkpoint-every", "20"]}
+    """Cancelled after a checkpoint, the job resumes from it: $GPUDECK_RESUME_DIR is the newest
+    one. A job is resumed once, and a training job that succeeded is not (it ran all its
+    steps): one rule for the API, the CLI and the dashboard."""
+    args = ["--steps", "60", "--seed", "3", "--report-every", "5", "--checkpoint-every", "20"]
+    config = {"entrypoint": "ddp_train.py", "args": [*args, "--sleep-s", "0.2"]}
     first = submit(api, config, [0, 1])
-    assert wait_status(api, first, TERMINAL)["status"] == "succeeded"
+    wait_for(lambda: api.get(f"/api/jobs/{first}/checkpoints").json(), "a checkpoint")
+    api.post(f"/api/jobs/{first}/cancel")
+    assert wait_status(api, first, TERMINAL)["status"] == "cancelled"
+    saved = api.get(f"/api/jobs/{first}/checkpoints").json()[-1]["step"]
     resumed = api.post(f"/api/jobs/{first}/resume")
     assert resumed.status_code == 201, resumed.text
+    again = api.post(f"/api/jobs/{first}/resume")
+    assert again.status_code == 409 and f"by job {resumed.json()['id']}" in again.text
     job = wait_status(api, resumed.json()["id"], TERMINAL)
     assert job["status"] == "succeeded", job["error"]
     log = (run_dir(e2e_settings, job["id"]) / "rank0.log").read_text()
-    assert "resumed from step 40" in log  # $GPUDECK_RESUME_DIR was the newest checkpoint
+    assert f"resumed from step {saved}" in log
+    done = api.post(f"/api/jobs/{job['id']}/resume")
+    assert done.status_code == 409 and "ran all its steps" in done.text
 
 
 def test_arguments_and_environment_arrive_as_given(
