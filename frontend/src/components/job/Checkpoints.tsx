@@ -73,8 +73,7 @@ export function Checkpoints({ job, resumesFromOutput = false }: { job: Job; resu
                     <span className="muted small">{formatBytes(c.size_bytes)}</span>
                     {c.location && (
                       <div className="muted small" data-testid="checkpoint-location">
-                        on node {c.node}'s disk, not this server's: copy it from{" "}
-                        <code className="mono">{c.location}</code>
+                        on node {c.node}'s disk, not this server's: copy it from <code className="mono">{c.location}</code>
                       </div>
                     )}
                   </td>
