@@ -27,7 +27,9 @@ export function QueuePlace({ job, now }: { job: ScheduledJob; now?: number }) {
       </div>
       <div title={expectedStartBasis(info)}>
         <span className="muted small">expected start</span>{" "}
-        <strong data-testid="queue-place-start">{formatExpectedStart(info.expected_start_at, now, info.expected_start_from_time_limits)}</strong>
+        <strong data-testid="queue-place-start">
+          {formatExpectedStart(info.expected_start_at, now, info.expected_start_from_time_limits)}
+        </strong>
         {info.expected_start_from_time_limits && <span className="muted small"> (a job ahead has no measured rate yet)</span>}
       </div>
       <button
