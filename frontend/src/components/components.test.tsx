@@ -182,6 +182,13 @@ describe("small pieces", () => {
     expect(screen.getByTestId("job-status")).toHaveClass("status-failed");
   });
 
+  it("StatusBadge says starting for a queued job that already holds its devices", () => {
+    const devices = [{ node: "vm", uuid: "G0", index: 0, rank: 0 }];
+    render(<StatusBadge status="queued" devices={devices} />);
+    expect(screen.getByTestId("job-status")).toHaveTextContent("starting");
+    expect(screen.getByTestId("job-status")).toHaveAttribute("data-status", "queued");
+  });
+
   it("MemoryBreakdown lists the parts, largest first", () => {
     render(
       <MemoryBreakdown

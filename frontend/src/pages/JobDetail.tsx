@@ -43,7 +43,7 @@ export function JobDetail() {
           / #{j.id} {j.name ?? j.kind}
         </h1>
         <div className="page-tools">
-          <StatusBadge status={j.status} />
+          <StatusBadge status={j.status} devices={j.devices} />
           {!isTerminal(j.status) && (
             <span className={`conn conn-${connected ? "live" : "connecting"}`}>
               <span className="dot" />

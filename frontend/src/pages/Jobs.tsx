@@ -27,7 +27,7 @@ function JobRow({ job }: { job: Job }) {
         </Link>
       </td>
       <td>
-        <StatusBadge status={job.status} />
+        <StatusBadge status={job.status} devices={job.devices} />
       </td>
       <td className="mono opt">{devicesText(job)}</td>
       <td className="wide opt">
