@@ -10,6 +10,7 @@ from typing import Protocol
 
 from gpudeck.telemetry.devices import DeviceInfo
 from gpudeck.telemetry.schema import DeviceSample, Source
+from gpudeck.telemetry.stream import ManagedPid
 
 
 @dataclass(frozen=True)
@@ -24,8 +25,8 @@ class Placement:
 
 @dataclass(frozen=True)
 class SampleContext:
-    # pid -> (job_id, rank) of ranks GPUDeck started on this node (the worker's Redis hash).
-    managed_pids: Mapping[int, tuple[int, int | None]] = field(default_factory=dict)
+    # pid -> (job_id, rank, kind) of ranks GPUDeck started on this node (the worker's Redis hash).
+    managed_pids: Mapping[int, ManagedPid] = field(default_factory=dict)
     # device uuid -> its holder; read from the database only for providers that need it.
     placements: Mapping[str, Placement] = field(default_factory=dict)
 

@@ -22,9 +22,16 @@ class GpuProcess(BaseModel):
     used_memory_bytes: int | None = Field(description="None where the driver does not report it")
     managed: bool = Field(description="started by GPUDeck (a rank of a job, or its child)")
     job_id: int | None = Field(default=None, description="the job whose rank this is, if managed")
+    kind: str | None = Field(default=None, description="that job's kind, if managed")
     rank: int | None = Field(default=None, description="its rank in that job, if it is one")
     user: str | None = Field(default=None, description="the process's user; None when unknown")
-    command: str | None = Field(default=None, description="its command line, shortened")
+    command: str | None = Field(
+        default=None, description="its whole command line (cut only past 2,000 characters)"
+    )
+    program: str | None = Field(
+        default=None,
+        description="its program's file name (no directory) and arguments: what a list shows",
+    )
     host_peak_rss_bytes: int | None = Field(
         default=None,
         description="its peak resident host memory (VmHWM): what a rank on a simulated device "

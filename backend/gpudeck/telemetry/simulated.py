@@ -19,6 +19,7 @@ from gpudeck.telemetry.devices import DeviceInfo
 from gpudeck.telemetry.processes import process_view
 from gpudeck.telemetry.provider import Placement, SampleContext
 from gpudeck.telemetry.schema import DeviceSample, Source
+from gpudeck.telemetry.stream import ManagedPid
 
 SOURCE = "simulated"
 DEFAULT_JOB_FRACTION = 0.25
@@ -78,9 +79,9 @@ class SimulatedProvider:
     def read(self, context: SampleContext) -> list[DeviceSample]:
         tick = int(self._clock() / self._interval_s)
         rank_pids = {
-            (job, rank): pid
-            for pid, (job, rank) in context.managed_pids.items()
-            if rank is not None
+            (entry.job_id, entry.rank): (pid, entry)
+            for pid, entry in context.managed_pids.items()
+            if entry.rank is not None
         }
         return [
             self._read_device(d, context.placements.get(d.uuid), tick, rank_pids)
@@ -95,7 +96,7 @@ class SimulatedProvider:
         d: DeviceInfo,
         placement: Placement | None,
         tick: int,
-        rank_pids: dict[tuple[int, int], int],
+        rank_pids: dict[tuple[int, int], tuple[int, ManagedPid]],
     ) -> DeviceSample:
         active = placement is not None and placement.status in ("starting", "running")
         busy = placement is not None and placement.status == "running"
@@ -103,9 +104,9 @@ class SimulatedProvider:
         n = noise(d.uuid, tick)
         processes = []
         if active and placement is not None:
-            pid = rank_pids.get((placement.job_id, placement.rank))
-            if pid is not None:
-                processes.append(process_view(pid, used, placement.job_id, placement.rank))
+            found = rank_pids.get((placement.job_id, placement.rank))
+            if found is not None:
+                processes.append(process_view(found[0], used, found[1]))
         return DeviceSample(
             uuid=d.uuid,
             index=d.index,

@@ -127,6 +127,7 @@ class JobRunner:
         self.settings = runtime.settings
         self.run_dir, self.checkpoint_dir = job_paths(self.settings.data_dir, job_id)
         self._registered: set[int] = set()  # PIDs registered for the sampler
+        self._kind: str | None = None  # the job's kind, registered with them
 
     def run(self) -> None:
         plan = self._in_db("claiming it", lambda s: runs.claim_job(s, self.job_id, self.node))
@@ -153,7 +154,7 @@ class JobRunner:
         try:
             group = self.runtime.launcher.launch(self._contract(plan))
             shipper = self._ship_logs(plan, group)
-            self._register_pids(group)
+            self._register_pids(group, plan.kind)
             log.info(
                 "job %s: %d ranks in group %d (%s start)",
                 self.job_id,
@@ -247,16 +248,17 @@ class JobRunner:
     def _in_redis(self, what: str, action: Callable[[], T]) -> T:
         return until_stored(action, f"job {self.job_id}: {what}")
 
-    def _register_pids(self, group: RankGroup | CommandGroup) -> None:
+    def _register_pids(self, group: RankGroup | CommandGroup, kind: str) -> None:
         """The sampler tells GPUDeck's processes from external ones by these PIDs. A command
         job's process is its guard, no rank (None): its ranks appear later (_register_ranks)."""
+        self._kind = kind
         command = isinstance(group, CommandGroup)
         for rank, process in enumerate(group.processes):
             self._register_pid(process.pid, None if command else rank)
 
     def _register_pid(self, pid: int, rank: int | None) -> None:
         def register() -> None:
-            register_rank_pid(self.runtime.redis, self.node, pid, self.job_id, rank)
+            register_rank_pid(self.runtime.redis, self.node, pid, self.job_id, rank, self._kind)
 
         self._in_redis("registering its rank PIDs", register)
         self._registered.add(pid)

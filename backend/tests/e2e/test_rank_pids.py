@@ -28,7 +28,10 @@ def test_rank_pids_are_registered_while_the_job_runs(
     deadline = time.monotonic() + 30
     while len(managed_pids(redis_client, node)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert sorted(managed_pids(redis_client, node).values()) == [(job_id, 0), (job_id, 1)]
+    assert sorted(managed_pids(redis_client, node).values()) == [
+        (job_id, 0, "sae"),
+        (job_id, 1, "sae"),
+    ]
     api.post(f"/api/jobs/{job_id}/cancel")
     wait_status(api, job_id, {"cancelled"})
     assert managed_pids(redis_client, node) == {}

@@ -278,7 +278,7 @@ def test_cancel_mid_run_stops_every_process(
     ranks = ranks_of(token, 2)
     # The ranks torchrun started are registered for the sampler: each device shows its rank.
     node = e2e_settings.node_name
-    expected = {pid: (job_id, rank) for rank, pid in ranks.items()}
+    expected = {pid: (job_id, rank, "script") for rank, pid in ranks.items()}
 
     def registered() -> bool:
         found = managed_pids(redis_client, node)
@@ -290,7 +290,8 @@ def test_cancel_mid_run_stops_every_process(
     sample = Sampler(provider, node=node, redis_client=redis_client, store=store).tick()
     for index, rank in ((0, 0), (1, 1)):
         [process] = sample.devices[index].processes
-        assert (process.pid, process.job_id, process.rank) == (ranks[rank], job_id, rank)
+        seen = (process.pid, process.job_id, process.kind, process.rank)
+        assert seen == (ranks[rank], job_id, "script", rank)
     assert api.post(f"/api/jobs/{job_id}/cancel").status_code == 200
     job = wait_status(api, job_id, TERMINAL, timeout_s=60)
     assert job["status"] == "cancelled", job["error"]

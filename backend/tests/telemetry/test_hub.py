@@ -11,6 +11,7 @@ from gpudeck.api.telemetry_hub import Subscription, TelemetryHub
 from gpudeck.core.redis import API_TIMEOUT_S, async_client
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.processes import classify
+from gpudeck.telemetry.stream import ManagedPid
 
 
 def test_a_full_queue_drops_its_oldest_message() -> None:
@@ -52,8 +53,10 @@ def test_snapshot_holds_the_asked_history_and_live_messages_reach_every_client()
 
 def test_children_of_a_rank_count_as_the_job() -> None:
     parents = {500: 400, 400: 300, 300: 1}
-    procs = classify([(500, 1), (600, 2)], {300: (9, 0)}, parents.get)
-    assert [(p.pid, p.managed, p.job_id) for p in procs] == [(500, True, 9), (600, False, None)]
+    procs = classify([(500, 1), (600, 2)], {300: ManagedPid(9, 0, "sae")}, parents.get)
+    seen = [(p.pid, p.managed, p.job_id, p.kind, p.rank) for p in procs]
+    # A rank's child is its job's (same kind) but no rank of its own.
+    assert seen == [(500, True, 9, "sae", None), (600, False, None, None, None)]
 
 
 def test_the_hub_stops_at_once_whenever_it_is_stopped(service_urls: tuple[str, str]) -> None:

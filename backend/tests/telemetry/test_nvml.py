@@ -14,6 +14,7 @@ from gpudeck.telemetry import nvml
 from gpudeck.telemetry.factory import make_provider
 from gpudeck.telemetry.provider import SampleContext
 from gpudeck.telemetry.simulated import SimulatedProvider
+from gpudeck.telemetry.stream import ManagedPid
 
 MIB = 1024**2
 NOT_A_PID = 2**22 + 17  # above pid_max's default: never a live process here
@@ -44,7 +45,7 @@ def two_gpus() -> list[FakeGpu]:
 def test_one_snapshot_reads_every_field_in_its_unit(fake_nvml: InstallNvml) -> None:
     fake_nvml(two_gpus())
     provider = nvml.NvmlProvider()
-    managed = {os.getpid(): (7, 0)}
+    managed = {os.getpid(): ManagedPid(7, 0, "sae")}
     a, b = provider.read(SampleContext(managed_pids=managed))
 
     assert (a.uuid, a.index, a.name) == ("GPU-aaaa", 0, "NVIDIA H100 80GB HBM3")

@@ -21,6 +21,7 @@ from gpudeck.telemetry import nvml
 from gpudeck.telemetry.factory import make_provider
 from gpudeck.telemetry.provider import SampleContext
 from gpudeck.telemetry.schema import DeviceSample
+from gpudeck.telemetry.stream import ManagedPid
 
 pytestmark = pytest.mark.gpu
 
@@ -125,7 +126,9 @@ def test_a_gib_of_ours_on_gpu_0_is_used_memory_and_an_external_process() -> None
         block = torch.ones(GIB, dtype=torch.uint8, device=cuda0)
         torch.cuda.synchronize(cuda0)
         after = sample_of(provider, uuid, SampleContext())
-        as_rank = sample_of(provider, uuid, SampleContext(managed_pids={pid: (7, 0)}))
+        as_rank = sample_of(
+            provider, uuid, SampleContext(managed_pids={pid: ManagedPid(7, 0, "sae")})
+        )
         del block
     assert before.memory_used_bytes is not None and after.memory_used_bytes is not None
     assert after.memory_used_bytes - before.memory_used_bytes >= GIB

@@ -4,6 +4,7 @@ processes (a real rank stand-in holding real memory), real Redis and real Postgr
 from __future__ import annotations
 
 import getpass
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -76,7 +77,7 @@ def test_nvml_processes_are_named_and_external_ones_flagged(
     devices: str, rank_process: subprocess.Popen[str], fake_nvml: InstallNvml,
 ) -> None:  # fmt: skip
     job = make_job(db, devices=[0], status=JobStatus.running)
-    stream.register_rank_pid(redis_client, TEST_NODE, rank_process.pid, job.id, 0)
+    stream.register_rank_pid(redis_client, TEST_NODE, rank_process.pid, job.id, 0, "sae")
     outsider = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         uuid = job.allocations[0].gpu_uuid  # the job's device, now read through NVML
@@ -93,6 +94,13 @@ def test_nvml_processes_are_named_and_external_ones_flagged(
     assert (ours.job_id, ours.rank, ours.used_memory_bytes) == (job.id, 0, 3 * GIB)
     assert (theirs.managed, theirs.job_id, theirs.used_memory_bytes) == (False, None, GIB)
     assert theirs.command is not None and "time.sleep(60)" in theirs.command
+    # A rank reads as its job, kind and rank; another program by its name and arguments, the
+    # interpreter's directory left to the whole command line (the list's hover).
+    assert (ours.kind, ours.rank) == ("sae", 0)
+    interpreter = os.path.basename(sys.executable)
+    assert theirs.program == f"{interpreter} -c import time; time.sleep(60)"
+    assert theirs.command == f"{sys.executable} -c import time; time.sleep(60)"
+    assert theirs.kind is None
     db.expire_all()
     # On GPUs the peak is NVML's per-process memory of the job's ranks.
     peak = db.execute(text("SELECT peak_memory_bytes FROM jobs WHERE id = :i"), {"i": job.id})

@@ -218,4 +218,16 @@ def test_a_failing_tick_is_counted_and_the_loop_goes_on(
 
 @pytest.mark.parametrize("raw", [{"12": "3:0", "13": "4", "x": "1:0", "14": "oops"}])
 def test_pid_contract_parsing_ignores_malformed_entries(raw: dict[str, str]) -> None:
-    assert stream.parse_pids(raw) == {12: (3, 0), 13: (4, None)}
+    assert stream.parse_pids(raw) == {12: (3, 0, None), 13: (4, None, None)}
+
+
+def test_pid_contract_carries_the_kind(redis_client: redis.Redis) -> None:
+    stream.register_rank_pid(redis_client, "kinds-node", 41, 12, 0, "sae")
+    stream.register_rank_pid(redis_client, "kinds-node", 42, 12, None, "sae")
+    try:
+        assert stream.managed_pids(redis_client, "kinds-node") == {
+            41: stream.ManagedPid(12, 0, "sae"),
+            42: stream.ManagedPid(12, None, "sae"),
+        }
+    finally:
+        redis_client.delete(stream.pids_key("kinds-node"))

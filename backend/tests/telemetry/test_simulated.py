@@ -10,6 +10,7 @@ from gpudeck.telemetry.simulated import (
     SimulatedProvider,
     simulated_uuid,
 )
+from gpudeck.telemetry.stream import ManagedPid
 
 GIB = 1024**3
 SPEC = SimulatedDeviceSpec.parse('4 x 80 GiB "Simulated H100"')
@@ -26,13 +27,13 @@ def test_memory_and_utilization_follow_the_jobs_placed() -> None:
         uuids[1]: Placement(job_id=5, rank=1, status="running", memory_bytes=None),
         uuids[2]: Placement(job_id=6, rank=0, status="queued", memory_bytes=30 * GIB),
     }
-    managed = {4242: (5, 0)}
+    managed = {4242: ManagedPid(5, 0, "sae")}
     d0, d1, d2, d3 = provider().read(SampleContext(managed, placements))
     assert d0.name == "Simulated H100" and d0.memory_total_bytes == 80 * GIB
     assert d0.memory_used_bytes == 30 * GIB and d0.memory_free_bytes == 50 * GIB
     assert d1.memory_used_bytes == int(80 * GIB * DEFAULT_JOB_FRACTION)
     assert d0.utilization_gpu_pct is not None and d0.utilization_gpu_pct >= 70
-    assert [(p.pid, p.job_id, p.managed) for p in d0.processes] == [(4242, 5, True)]
+    assert [(p.pid, p.job_id, p.kind, p.managed) for p in d0.processes] == [(4242, 5, "sae", True)]
     assert d1.processes == []  # rank 1's pid is not registered
     for idle in (d2, d3):  # queued: nothing runs yet
         assert idle.memory_used_bytes == 0 and idle.utilization_gpu_pct == 0

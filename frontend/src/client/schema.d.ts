@@ -959,7 +959,7 @@ export interface components {
         GpuProcess: {
             /**
              * Command
-             * @description its command line, shortened
+             * @description its whole command line (cut only past 2,000 characters)
              */
             command?: string | null;
             /**
@@ -973,12 +973,22 @@ export interface components {
              */
             job_id?: number | null;
             /**
+             * Kind
+             * @description that job's kind, if managed
+             */
+            kind?: string | null;
+            /**
              * Managed
              * @description started by GPUDeck (a rank of a job, or its child)
              */
             managed: boolean;
             /** Pid */
             pid: number;
+            /**
+             * Program
+             * @description its program's file name (no directory) and arguments: what a list shows
+             */
+            program?: string | null;
             /**
              * Rank
              * @description its rank in that job, if it is one
@@ -1267,6 +1277,11 @@ export interface components {
             readonly error_summary: string | null;
             /** Estimate Bytes Per Device */
             estimate_bytes_per_device: number | null;
+            /**
+             * Failed Rank
+             * @description the rank whose failure ended the job (its log is the one to read), or null
+             */
+            readonly failed_rank: number | null;
             /** Finished At */
             finished_at: string | null;
             /** Heartbeat At */
@@ -1564,6 +1579,11 @@ export interface components {
         };
         /** Progress */
         Progress: {
+            /**
+             * Rate Per S
+             * @description steps a second over the current run, once measured
+             */
+            rate_per_s?: number | null;
             /** Step */
             step: number;
             /** Total */
@@ -1573,9 +1593,15 @@ export interface components {
         QueueInfo: {
             /**
              * Expected Start At
-             * @description from the time limits of running jobs; null when unknown
+             * @description from the measured rates of the running jobs ahead (steps left / steps a second), the time limits of those without one, and how long the waiting ones' owners' jobs usually run; null when unknown
              */
             expected_start_at: string | null;
+            /**
+             * Expected Start From Time Limits
+             * @description some job ahead is counted for its whole time limit (no measured rate yet): the job will likely start sooner than expected_start_at
+             * @default false
+             */
+            expected_start_from_time_limits?: boolean;
             /**
              * Position
              * @description 1 = next to start

@@ -83,6 +83,45 @@ describe("GpuCard", () => {
     expect(rows[1]).toHaveTextContent("external · busy");
   });
 
+  it("names a rank by its job, kind and rank and another process by its program, whole on hover", () => {
+    const forkserver = "/home/ana/.local/share/gpudeck/venv/bin/python3.12 -c from multiprocessing.forkserver import main; main(9, 10)";
+    const script = "/home/bo/projects/sweep/.venv/bin/python train.py --lr 3e-4";
+    renderCard(
+      makeGpu({
+        processes: [
+          {
+            pid: 4242,
+            command: forkserver,
+            program: "python3.12 -c from multiprocessing...",
+            managed: true,
+            job_id: 12,
+            kind: "sae",
+            rank: 1,
+            used_memory_bytes: null,
+          },
+          {
+            pid: 4300,
+            command: script,
+            program: "python train.py --lr 3e-4",
+            managed: true,
+            job_id: 12,
+            kind: "sae",
+            rank: null,
+            used_memory_bytes: null,
+          },
+          { pid: 999, command: script, program: "python train.py --lr 3e-4", managed: false, used_memory_bytes: null },
+        ],
+      }),
+    );
+    const [rank, child, other] = screen.getAllByTestId("process-command");
+    expect(rank).toHaveTextContent(/^sae · rank 1$/);
+    expect(rank).toHaveAttribute("title", forkserver);
+    expect(screen.getAllByTestId("process")[0]).toHaveTextContent("#12");
+    expect(child).toHaveTextContent(/^sae · python train.py --lr 3e-4$/);
+    expect(other).toHaveTextContent(/^python train.py --lr 3e-4$/);
+    expect(other).toHaveAttribute("title", script);
+  });
+
   it("says when a process GPUDeck did not start uses it", () => {
     renderCard(makeGpu({ external_processes: [{ pid: 4242, used_memory_bytes: 2 * GIB }] }));
     expect(screen.getByTestId("holder")).toHaveTextContent("external process · 2.0 GiB");
