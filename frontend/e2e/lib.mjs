@@ -12,6 +12,8 @@ export const frontendDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const repoDir = join(frontendDir, "..");
 export const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
 const GPUDECK = process.env.GPUDECK_BIN ?? join(repoDir, ".venv/bin/gpudeck");
+/** The interpreter beside `gpudeck` (or E2E_PYTHON): the one the server's ranks run under. */
+export const PYTHON = process.env.E2E_PYTHON ?? join(dirname(GPUDECK), "python");
 
 /**
  * The example third-party kind (examples/kinds/gpudeck-kind-linreg) installed with pip into a
@@ -23,7 +25,7 @@ export function installExampleKind() {
   const source = join(dir, "src");
   const site = join(dir, "site");
   cpSync(join(repoDir, "examples/kinds/gpudeck-kind-linreg"), source, { recursive: true });
-  const python = process.env.E2E_PYTHON ?? join(dirname(GPUDECK), "python");
+  const python = PYTHON;
   const pip = ["-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "--no-build-isolation"];
   execFileSync(python, [...pip, "--target", site, source], { stdio: ["ignore", "ignore", "inherit"] });
   return { dir: site, remove: () => rmSync(dir, { recursive: true, force: true }) };

@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { frontendDir, installExampleKind, launchBrowser, pythonPathWith, repoDir, startServer, waitFor } from "./lib.mjs";
+import { kindsTests, SCRIPT_ENV } from "./kinds.mjs";
 import { mapCodeRoot, mapTests } from "./map.mjs";
 import { queueTests } from "./queue.mjs";
 
@@ -74,7 +75,7 @@ async function main() {
   const code = mapCodeRoot(); // the map test's user function
   const server = await startServer({
     devices: "4x80GiB",
-    env: { PYTHONPATH: pythonPathWith(plugin.dir), GPUDECK_SCRIPT_CODE_ROOTS: code.dir },
+    env: { PYTHONPATH: pythonPathWith(plugin.dir), GPUDECK_SCRIPT_CODE_ROOTS: code.dir, GPUDECK_SCRIPT_ENV_ALLOWLIST: SCRIPT_ENV },
   }).catch((error) => {
     plugin.remove();
     code.remove();
@@ -386,6 +387,7 @@ async function main() {
 
     await queueTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
     await mapTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
+    await kindsTests({ test, page, server, url, shot, codeRoot: code.dir, jobTimeoutMs: JOB_TIMEOUT_MS });
 
     await test("no uncaught errors in the page", async () => {
       if (consoleErrors.length > 0) throw new Error(consoleErrors.join("\n"));
