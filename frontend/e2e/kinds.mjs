@@ -133,3 +133,37 @@ export async function kindsTests({ test, page, server, url, shot, codeRoot, jobT
     }
   });
 }
+
+export async function runAgainTests({ test, page, server, url, shot, jobTimeoutMs }) {
+  await test("run again opens the form at the job's kind, settings, name and devices, and says so", async () => {
+    const created = await server.api("/api/jobs", {
+      method: "POST",
+      body: { kind: "linreg", name: "two-device-run", count: 2, config: { steps: 20, batch_size: 64 } },
+    });
+    if (created.status !== 201) throw new Error(`linreg job: ${created.status} ${JSON.stringify(created.body)}`);
+    const id = created.body.id;
+    await page.goto(url(`/jobs/${id}`));
+    await waitFor(async () => (await page.getByTestId("job-status").textContent()) === "succeeded", {
+      timeoutMs: jobTimeoutMs,
+      what: `job ${id} to succeed`,
+    });
+    const ran = (await server.api(`/api/jobs/${id}`)).body.devices.map((d) => d.index).sort();
+    await page.getByTestId("run-again").click();
+    await page.waitForURL(new RegExp(`/new\\?kind=linreg&from=${id}$`));
+    const note = page.getByTestId("prefilled-note");
+    await note.waitFor({ timeout: 15000 });
+    if (!(await note.textContent())?.includes(`Prefilled from job #${id} (two-device-run)`))
+      throw new Error(`the note says: ${await note.textContent()}`);
+    if ((await field(page, "name").inputValue()) !== "two-device-run") throw new Error("the name was not kept");
+    if ((await field(page, "steps").inputValue()) !== "20") throw new Error("the steps were not kept");
+    await waitFor(async () => (await page.locator('[data-testid="gpu-option"] input:checked').count()) === 2, {
+      what: "its 2 devices ticked",
+    });
+    const ticked = await page.locator('[data-testid="gpu-option"]:has(input:checked)').allTextContents();
+    for (const index of ran) {
+      if (!ticked.some((t) => t.includes(`GPU ${index} `)))
+        throw new Error(`GPU ${index}, which it ran on, is not ticked: ${ticked.join(" | ")}`);
+    }
+    await shot(page, "new-job-run-again.png");
+  });
+}

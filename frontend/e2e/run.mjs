@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { frontendDir, installExampleKind, launchBrowser, pythonPathWith, repoDir, startServer, waitFor } from "./lib.mjs";
-import { kindsTests, SCRIPT_ENV } from "./kinds.mjs";
+import { kindsTests, runAgainTests, SCRIPT_ENV } from "./kinds.mjs";
 import { mapCodeRoot, mapTests } from "./map.mjs";
 import { queueTests } from "./queue.mjs";
 
@@ -388,6 +388,7 @@ async function main() {
     await queueTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
     await mapTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
     await kindsTests({ test, page, server, url, shot, codeRoot: code.dir, jobTimeoutMs: JOB_TIMEOUT_MS });
+    await runAgainTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
 
     await test("no uncaught errors in the page", async () => {
       if (consoleErrors.length > 0) throw new Error(consoleErrors.join("\n"));
