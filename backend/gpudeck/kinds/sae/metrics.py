@@ -26,12 +26,33 @@ def _all_reduce(tensor: torch.Tensor, op: dist.ReduceOp.RedOpType) -> torch.Tens
 class MetricsTracker:
     def __init__(self, *, d_sae: int, global_batch: int, start_step: int, device: torch.device):
         self.global_batch = global_batch
-        self.start_step = start_step
         self.device = device
-        # Step of each feature's last firing on this rank; start_step means "not in this run".
+        # Step of each feature's last firing on this rank; history_from means "not seen".
         self.last_fired = torch.full((d_sae,), start_step, dtype=torch.int64, device=device)
+        # The step the firing history goes back to: the run's first step, kept across resumes.
+        self.history_from = start_step
         self._steps = 0
         self._t0 = time.perf_counter()
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        """The firing history for a checkpoint: every rank's last firings merged (a collective:
+        every rank calls it at the same steps). Without it a resumed run counted dead latents
+        over the few steps since the resume, naming each latent that had not fired in them:
+        the dead-latents chart jumped after every resume, then fell back."""
+        merged = _all_reduce(self.last_fired.clone(), dist.ReduceOp.MAX)
+        return {
+            "metrics.last_fired": merged.cpu(),
+            "metrics.history_from": torch.tensor(self.history_from, dtype=torch.int64),
+        }
+
+    def restore(self, state_tensors: dict[str, torch.Tensor]) -> None:
+        """Continue the saved firing history; a checkpoint from before it was saved has none
+        (the window then starts at the resume, as it did)."""
+        saved = state_tensors.get("metrics.last_fired")
+        if saved is None:
+            return
+        self.last_fired.copy_(saved)
+        self.history_from = int(state_tensors["metrics.history_from"])
 
     def observe(self, step: int, fired: torch.Tensor) -> None:
         self.last_fired.masked_fill_(fired, step)
@@ -73,8 +94,12 @@ class MetricsTracker:
         )
         maxes = _all_reduce(maxes, dist.ReduceOp.MAX).cpu()
         metrics = _loss_metrics(sums.cpu(), x.shape[1], sparsity_name)
-        window = min(DEAD_WINDOW_STEPS, step - self.start_step)
-        metrics["dead_features"] = float((maxes[:-1] <= step - window).sum())
+        window = min(DEAD_WINDOW_STEPS, step - self.history_from)
+        # Latents that fired on no training sample of the window (every rank's): the
+        # training-window count; heldout.py counts those firing on no held-out row.
+        dead = float((maxes[:-1] <= step - window).sum())
+        metrics["dead_features"] = dead
+        metrics["dead_pct"] = 100.0 * dead / len(self.last_fired)
         metrics["activations_per_s"] = activations_per_s
         metrics["step_time_s"] = step_time_s
         metrics["step_time_max_s"] = float(maxes[-1])

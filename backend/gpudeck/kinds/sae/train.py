@@ -160,6 +160,7 @@ def _save(ctx: TrainContext, run: _Run) -> None:
         **checkpoint.rng_tensors(),
         **{f"buffer.{name}": b.detach() for name, b in run.model.named_buffers()},
     }
+    state_tensors.update(run.metrics.state_tensors())
     if run.dead is not None:
         state_tensors["dead.steps_since_fired"] = run.dead.steps_since_fired
         state_tensors["dead.frequency"] = run.dead.frequency
@@ -243,6 +244,8 @@ def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
     tracker = MetricsTracker(
         d_sae=config.d_sae, global_batch=config.batch_size, start_step=step, device=ctx.device
     )
+    if ckpt is not None:
+        tracker.restore(ckpt.state_tensors)
     features = source.features if isinstance(source, SyntheticSource) else None
     first_bad = torch.tensor(NO_BAD_STEP, dtype=torch.int64, device=ctx.device)
     dead = None
