@@ -26,6 +26,7 @@ from gpudeck.api.routes import (
     metrics,
     queue,
     recommend,
+    sweeps,
     ws_jobs,
     ws_telemetry,
 )
@@ -157,6 +158,7 @@ def create_app(settings: Settings | None = None, *, freeze_heap: bool = False) -
         ws_telemetry,
         job_runs,
         queue,
+        sweeps,
         ws_jobs,
     ):
         app.include_router(release_sessions_in_endpoint_thread(module.router))

@@ -7,6 +7,7 @@ from gpudeck.models.job_log import JobLogChunk
 from gpudeck.models.job_node import JobNode
 from gpudeck.models.job_run import JobRun
 from gpudeck.models.quota import UserQuota
+from gpudeck.models.sweep import Sweep
 from gpudeck.models.user import ApiToken, AuditEvent, User
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "JobStatus",
     "Node",
     "NodeToken",
+    "Sweep",
     "User",
     "UserQuota",
 ]

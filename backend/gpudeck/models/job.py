@@ -98,6 +98,11 @@ class Job(Base):
     # `node` is only where it would go on an idle cluster: the scheduler sets it at its start.
     requested_nodes: Mapped[list[str] | None] = mapped_column(JSONB(none_as_null=True))
     spread_nodes: Mapped[int | None] = mapped_column(Integer)
+    # A sweep's member (models.Sweep): its place in the sweep and its parameter values, by the
+    # dotted config path each sets.
+    sweep_id: Mapped[int | None] = mapped_column(ForeignKey("sweeps.id"), index=True)
+    sweep_index: Mapped[int | None] = mapped_column(Integer)
+    sweep_params: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     devices_per_node: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

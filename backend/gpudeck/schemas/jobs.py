@@ -154,7 +154,14 @@ class Progress(BaseModel):
 
 
 ReasonCode = Literal[
-    "devices_busy", "priority", "quota", "dependency", "held", "insufficient_memory", "preempting"
+    "devices_busy",
+    "priority",
+    "quota",
+    "dependency",
+    "held",
+    "insufficient_memory",
+    "preempting",
+    "sweep",
 ]
 
 

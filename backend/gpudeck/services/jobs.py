@@ -256,6 +256,7 @@ def create_job(
     owner: str | Submitter,
     read_live: Callable[[], Readings | None] = lambda: None,
     data_dir: Path | None = None,
+    may_start_now: bool = True,
 ) -> Job:
     """Insert the job and, when it may start now, reserve its devices in the caller's
     transaction; otherwise it waits for the scheduler (`queue`, the default) or, with
@@ -269,7 +270,8 @@ def create_job(
     says `force`, devices that cannot hold the job's estimate are refused (explicit) or passed
     over (count). It is read only when the job may start now: a submit that queues needs no
     telemetry. With `data_dir`, a file dataset must exist there now, not only when the job
-    starts."""
+    starts. `may_start_now=False`: it waits for the scheduler whatever is free (a sweep's
+    member: the scheduler keeps to the sweep's max_parallel)."""
     who = owner if isinstance(owner, Submitter) else Submitter(owner)
     refuse_nul(spec.config, "config")
     spread, spread_nodes = spec.node_counts, spec.nodes
@@ -321,7 +323,7 @@ def create_job(
     if node not in facts:  # a count spread over nodes: its node is known only now
         facts = node_facts(session, [node])
     check_host_memory(facts.get(node), spec.world_size, estimate, field)
-    now = spec.queue and not spec.hold and not spec.depends_on
+    now = may_start_now and spec.queue and not spec.hold and not spec.depends_on
     now = now and _quota_allows(session, who, spec, quota)
     if spread is not None and (now or not spec.queue):
         readings = live()

@@ -32,7 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Session
 
-from gpudeck.models import Allocation, Device, Job, JobRun, JobStatus, Node, UserQuota
+from gpudeck.models import Allocation, Device, Job, JobRun, JobStatus, Node, Sweep, UserQuota
 from gpudeck.schemas.jobs import QueueInfo, node_counts
 from gpudeck.services import job_state
 from gpudeck.services.allocation import Chosen, reserve
@@ -180,10 +180,16 @@ _WAITING_COLUMNS: tuple[Any, ...] = (
     Job.requested_nodes,
     Job.spread_nodes,
     Job.devices_per_node,
+    Job.sweep_id,
+    Sweep.max_parallel,
 )
-_WAITING = select(*_WAITING_COLUMNS).where(is_waiting())
-_WAITING_BY_ID = select(*_WAITING_COLUMNS).where(
-    Job.id == any_(bindparam("ids", type_=ARRAY(BigInteger))), is_waiting()
+# A sweep's member carries its sweep's max_parallel (set once, at the sweep's creation).
+_WAITING_FROM = Job.__table__.outerjoin(Sweep.__table__, Sweep.id == Job.sweep_id)
+_WAITING = select(*_WAITING_COLUMNS).select_from(_WAITING_FROM).where(is_waiting())
+_WAITING_BY_ID = (
+    select(*_WAITING_COLUMNS)
+    .select_from(_WAITING_FROM)
+    .where(Job.id == any_(bindparam("ids", type_=ARRAY(BigInteger))), is_waiting())
 )
 _WAITING_VERSIONS: Select[Any] = select(Job.id, _VERSION).where(is_waiting())
 
@@ -235,6 +241,8 @@ def _waiting_of(row: Any, now: float) -> tuple[int, Waiting, tuple[int, ...]]:
         requested_nodes,
         spread_nodes,
         devices_per_node,
+        sweep,
+        sweep_max_parallel,
     ) = row
     waiting = Waiting(
         id=job_id,
@@ -249,6 +257,8 @@ def _waiting_of(row: Any, now: float) -> tuple[int, Waiting, tuple[int, ...]]:
         held=held,
         requested_nodes=tuple(requested_nodes) if requested_nodes else None,
         node_counts=node_counts(world_size, spread_nodes, devices_per_node),
+        sweep=sweep,
+        sweep_max_parallel=sweep_max_parallel,
     )
     return version, waiting, tuple(int(d) for d in depends_on or ())
 
@@ -339,17 +349,18 @@ def snapshot(
             Job.progress_step,
             Job.progress_total,
             Job.progress_rate,
+            Job.sweep_id,
         )
         .join(Job, Job.id == Allocation.job_id)
         .where(Allocation.released_at.is_(None))
     ).all()
     holder: dict[tuple[str, str], int] = {}
     held: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    meta: dict[int, tuple[str, float, int, bool, bool, bool]] = {}
+    meta: dict[int, tuple[str, float, int, bool, bool, bool, int | None]] = {}
     releasing: set[int] = set()
     for row in holds:
         node, uuid, job_id, owner, started_at, limit, priority, preemptible, stopping = row[:9]
-        ended, step, total, rate = row[9:]
+        ended, step, total, rate, sweep = row[9:]
         holder[(node, uuid)] = job_id
         held[job_id].append((node, uuid))
         # An ended job's devices free as soon as their node confirms its ranks are gone.
@@ -358,10 +369,10 @@ def snapshot(
             releasing.add(job_id)
         else:
             ends, estimated = expected_end(now, _epoch(started_at, now) + limit, step, total, rate)
-        meta[job_id] = (owner, ends, priority, preemptible, stopping, estimated)
+        meta[job_id] = (owner, ends, priority, preemptible, stopping, estimated, sweep)
     holding = [
-        Holding(j, owner, tuple(held[j]), ends, priority, preemptible, stopping, estimated)
-        for j, (owner, ends, priority, preemptible, stopping, estimated) in meta.items()
+        Holding(j, owner, tuple(held[j]), ends, priority, preemptible, stopping, estimated, sweep)
+        for j, (owner, ends, priority, preemptible, stopping, estimated, sweep) in meta.items()
     ]
     # Only nodes whose sampler reports take new jobs (an offline node's worker may be gone).
     fresh = Node.last_seen_at >= func.now() - func.make_interval(0, 0, 0, 0, 0, 0, OFFLINE_AFTER_S)

@@ -34,7 +34,14 @@ from typing import Literal
 
 Key = tuple[str, str]  # (node, uuid)
 ReasonCode = Literal[
-    "devices_busy", "priority", "quota", "dependency", "held", "insufficient_memory", "preempting"
+    "devices_busy",
+    "priority",
+    "quota",
+    "dependency",
+    "held",
+    "insufficient_memory",
+    "preempting",
+    "sweep",
 ]
 FAILED_DEPENDENCY = frozenset({"failed", "cancelled", "lost", "timeout"})
 NEVER = math.inf
@@ -74,6 +81,7 @@ class Holding:
     preemptible: bool = False  # running and marked preemptible: may be stopped for a higher one
     stopping: bool = False  # its preemption was already asked for: it frees its devices soon
     estimated: bool = False  # ends_at is an estimate, not its time limit
+    sweep: int | None = None  # the sweep it is a member of
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,9 @@ class Waiting:
     # A count spread over nodes: the node counts it may run on, fewest first (each divides
     # world_size; `node` is then ignored). None: a count on `node`, or named devices.
     node_counts: tuple[int, ...] | None = None
+    # A sweep's member: its sweep, and how many of that sweep's members may run at once.
+    sweep: int | None = None
+    sweep_max_parallel: int | None = None
     # The (node, uuid) of each named device, in rank order; None: a count.
     wanted: tuple[Key, ...] | None = field(init=False, repr=False, compare=False)
 
@@ -210,6 +221,10 @@ class _State:
         self.used = Counter[str]()
         for h in holding:
             self.used[h.owner] += len(h.devices)
+        # Members running per sweep (an ended one's devices, still releasing, count no more).
+        self.sweep_running = Counter(
+            h.sweep for h in holding if h.sweep is not None and h.ends_at > now
+        )
         # Busy reasons depend only on which devices are free: cached until a job starts.
         self.reasons: dict[tuple[object, ...], str] = {}
 
@@ -610,6 +625,13 @@ def plan(
         if deps == "wait":
             out.infos[job.id] = Info(position, "dependency", dep_reason, None)
             continue
+        cap = job.sweep_max_parallel
+        if job.sweep is not None and cap is not None and state.sweep_running[job.sweep] >= cap:
+            # Slurm's job array %N: its members start one for one as others end.
+            running = state.sweep_running[job.sweep]
+            reason = f"sweep {job.sweep}: {running} members running (max_parallel {cap})"
+            out.infos[job.id] = Info(position, "sweep", reason, None)
+            continue
         quota = quotas.get(job.owner)
         limit = quota.max_devices if quota else None
         if limit is not None and state.used[job.owner] + job.world_size > limit:
@@ -646,6 +668,8 @@ def plan(
             ):
                 state.take(job.id, chosen, ends)
                 state.used[job.owner] += len(chosen)
+                if job.sweep is not None:
+                    state.sweep_running[job.sweep] += 1
                 out.starts.append(Start(job.id, tuple(chosen)))
                 position -= 1
                 continue

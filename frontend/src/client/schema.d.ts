@@ -566,6 +566,107 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sweeps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Sweeps */
+        get: operations["list_sweeps_api_sweeps_get"];
+        put?: never;
+        /**
+         * Create Sweep
+         * @description Every member is validated as a job would be, then all are created in one transaction
+         *     (or none: a 422 names the member's index, its values and the field). They wait for the
+         *     scheduler, which runs at most `max_parallel` of them at once.
+         */
+        post: operations["create_sweep_api_sweeps_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sweeps/{sweep_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Sweep
+         * @description The members with their status, parameter values and newest metrics.
+         */
+        get: operations["get_sweep_api_sweeps__sweep_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sweeps/{sweep_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel Sweep
+         * @description Every member not yet ended: a waiting one is cancelled, a running one stops after its
+         *     final checkpoint.
+         */
+        post: operations["cancel_sweep_api_sweeps__sweep_id__cancel_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sweeps/{sweep_id}/hold": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hold Sweep
+         * @description Every member still waiting for devices is held; running ones go on.
+         */
+        post: operations["hold_sweep_api_sweeps__sweep_id__hold_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sweeps/{sweep_id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Release Sweep */
+        post: operations["release_sweep_api_sweeps__sweep_id__release_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/users": {
         parameters: {
             query?: never;
@@ -911,6 +1012,12 @@ export interface components {
             note: string;
             /** Value */
             value: string;
+            /**
+             * Warning
+             * @description the config is known to train badly; the note says what to change
+             * @default false
+             */
+            warning?: boolean;
         };
         /** ExternalProcess */
         ExternalProcess: {
@@ -1380,6 +1487,7 @@ export interface components {
             /** Total */
             total: number;
         };
+        JsonValue: unknown;
         /** MapProgressPublic */
         MapProgressPublic: {
             /**
@@ -1616,7 +1724,7 @@ export interface components {
              * Reason Code
              * @enum {string}
              */
-            reason_code: "devices_busy" | "priority" | "quota" | "dependency" | "held" | "insufficient_memory" | "preempting";
+            reason_code: "devices_busy" | "priority" | "quota" | "dependency" | "held" | "insufficient_memory" | "preempting" | "sweep";
         };
         /** QueuePublic */
         QueuePublic: {
@@ -1646,6 +1754,24 @@ export interface components {
              * @description jobs waiting at once; null: any
              */
             max_queued_jobs: number | null;
+        };
+        /**
+         * RandomParameter
+         * @description Drawn `count` times (seeded): `uniform` and `log_uniform` between low and high, `int`
+         *     an integer from low to high (both included), `choice` one of `values`.
+         */
+        RandomParameter: {
+            /**
+             * Distribution
+             * @enum {string}
+             */
+            distribution: "uniform" | "log_uniform" | "int" | "choice";
+            /** High */
+            high?: number | null;
+            /** Low */
+            low?: number | null;
+            /** Values */
+            values?: components["schemas"]["JsonValue"][] | null;
         };
         /** RankMemory */
         RankMemory: {
@@ -1744,6 +1870,151 @@ export interface components {
              * @description a key of the job's reported metrics
              */
             metric: string;
+        };
+        /**
+         * SweepCreate
+         * @description A base job (any kind, its devices or count, its scheduling) and the parameters that vary
+         *     over its config. Each member is validated as a job would be; if any is invalid, nothing is
+         *     created and the answer names the member, its values and the field.
+         */
+        SweepCreate: {
+            job: components["schemas"]["JobCreate"];
+            /**
+             * Max Parallel
+             * @description at most this many members run at once
+             */
+            max_parallel?: number | null;
+            /** Name */
+            name?: string | null;
+            parameters: components["schemas"]["SweepParameters"];
+        };
+        /** SweepMember */
+        SweepMember: {
+            /** Error Summary */
+            error_summary: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /** Index */
+            index: number;
+            /** Job Id */
+            job_id: number;
+            /**
+             * Metrics
+             * @description its newest metrics row
+             */
+            metrics: {
+                [key: string]: number;
+            };
+            /** Name */
+            name: string;
+            /** Params */
+            params: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            progress: components["schemas"]["Progress"];
+            /** Started At */
+            started_at: string | null;
+            /** Status */
+            status: string;
+        };
+        /**
+         * SweepParameters
+         * @description What varies, by config path: every combination of the `grid` lists, with the `zip` lists
+         *     advanced together, and, for `random`, `count` seeded draws of each combination.
+         */
+        SweepParameters: {
+            /**
+             * Count
+             * @description random draws (only with random)
+             */
+            count?: number | null;
+            /**
+             * Grid
+             * @example {
+             *       "k": [
+             *         8,
+             *         16,
+             *         32
+             *       ]
+             *     }
+             */
+            grid?: {
+                [key: string]: components["schemas"]["JsonValue"][];
+            };
+            /** Random */
+            random?: {
+                [key: string]: components["schemas"]["RandomParameter"];
+            };
+            /**
+             * Seed
+             * @default 0
+             */
+            seed?: number;
+            /** Zip */
+            zip?: {
+                [key: string]: components["schemas"]["JsonValue"][];
+            };
+        };
+        /** SweepPublic */
+        SweepPublic: {
+            /**
+             * Counts
+             * @description members by status
+             */
+            counts: {
+                [key: string]: number;
+            };
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Kind */
+            kind: string;
+            /**
+             * Largest Estimate Bytes
+             * @description the largest member's per device
+             */
+            largest_estimate_bytes: number | null;
+            /** Max Parallel */
+            max_parallel: number | null;
+            /** Members */
+            members: components["schemas"]["SweepMember"][];
+            /** Name */
+            name: string;
+            /** Owner */
+            owner: string;
+            /**
+             * Spec
+             * @description the request as accepted
+             */
+            spec: {
+                [key: string]: unknown;
+            };
+        };
+        /** SweepSummary */
+        SweepSummary: {
+            /** Counts */
+            counts: {
+                [key: string]: number;
+            };
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Kind */
+            kind: string;
+            /** Max Parallel */
+            max_parallel: number | null;
+            /** Name */
+            name: string;
+            /** Owner */
+            owner: string;
         };
         /** TelemetryHistory */
         TelemetryHistory: {
@@ -3136,6 +3407,288 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QueuePublic"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_sweeps_api_sweeps_get: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepSummary"][];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    create_sweep_api_sweeps_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SweepCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepPublic"];
+                };
+            };
+            /** @description the kind needs run_code (script) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description members that could never fit */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description more than 1,000 members */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_sweep_api_sweeps__sweep_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description sweep id */
+                sweep_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepPublic"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    cancel_sweep_api_sweeps__sweep_id__cancel_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description sweep id */
+                sweep_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepPublic"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    hold_sweep_api_sweeps__sweep_id__hold_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description sweep id */
+                sweep_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepPublic"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    release_sweep_api_sweeps__sweep_id__release_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description sweep id */
+                sweep_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepPublic"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Validation Error */

@@ -72,6 +72,7 @@ export const REASON_LABELS: Record<QueueReasonCode, string> = {
   held: "held",
   insufficient_memory: "insufficient memory",
   preempting: "preempting",
+  sweep: "sweep's turn",
 };
 
 /** The Scheduling section of the new-job form, as the schema form's field specs. */

@@ -1,0 +1,118 @@
+"""Sweeps: many jobs from one spec (docs/sweeps.md). The members are ordinary jobs: each has
+its own page, logs and checkpoints; the sweep's page compares them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request, status
+
+from gpudeck.api.deps import CurrentUser, SessionDep
+from gpudeck.core.security import Principal
+from gpudeck.models import Sweep
+from gpudeck.schemas.common import ErrorResponse
+from gpudeck.schemas.sweeps import SweepCreate, SweepPublic, SweepSummary
+from gpudeck.services import audit, sweeps
+from gpudeck.services import jobs as job_service
+from gpudeck.services.errors import Forbidden
+from gpudeck.services.placement import live_memory_or_none
+
+router = APIRouter(prefix="/api/sweeps", tags=["sweeps"])
+SweepId = Annotated[int, Path(ge=1, le=2**63 - 1, description="sweep id")]
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    responses={
+        403: {"model": ErrorResponse, "description": "the kind needs run_code (script)"},
+        409: {"model": ErrorResponse, "description": "members that could never fit"},
+        413: {"model": ErrorResponse, "description": "more than 1,000 members"},
+    },
+)
+def create_sweep(
+    spec: SweepCreate, session: SessionDep, request: Request, user: CurrentUser
+) -> SweepPublic:
+    """Every member is validated as a job would be, then all are created in one transaction
+    (or none: a 422 names the member's index, its values and the field). They wait for the
+    scheduler, which runs at most `max_parallel` of them at once."""
+    job_service.check_may_submit(spec.job.kind, user)
+    settings = request.app.state.settings
+    submitter = job_service.Submitter(
+        user.name,
+        is_admin=user.is_admin,
+        default_time_limit_s=settings.default_time_limit_s,
+        max_time_limit_s=settings.max_time_limit_s,
+    )
+    sweep = sweeps.create_sweep(
+        session,
+        spec,
+        owner=submitter,
+        read_live=lambda: live_memory_or_none(request.app.state.redis),
+        data_dir=settings.data_dir,
+    )
+    audit.record(session, user, audit.SWEEP_SUBMIT, f"sweep:{sweep.id}", kind=sweep.kind)
+    session.commit()
+    return sweeps.public(session, sweep)
+
+
+@router.get("")
+def list_sweeps(
+    session: SessionDep, limit: Annotated[int, Query(ge=1, le=500)] = 50
+) -> list[SweepSummary]:
+    return [
+        SweepSummary(
+            id=s.id,
+            name=s.name,
+            owner=s.owner,
+            kind=s.kind,
+            max_parallel=s.max_parallel,
+            created_at=s.created_at,
+            counts=counts,
+        )
+        for s, counts in sweeps.list_sweeps(session, limit)
+    ]
+
+
+@router.get("/{sweep_id}", responses=NOT_FOUND)
+def get_sweep(sweep_id: SweepId, session: SessionDep) -> SweepPublic:
+    """The members with their status, parameter values and newest metrics."""
+    return sweeps.public(session, sweeps.get_sweep(session, sweep_id))
+
+
+def _owned(session: SessionDep, sweep_id: int, user: Principal) -> Sweep:
+    sweep = sweeps.get_sweep(session, sweep_id)
+    if not user.may_manage(sweep.owner):
+        raise Forbidden(f"sweep {sweep_id} belongs to {sweep.owner}", field="sweep_id")
+    return sweep
+
+
+@router.post("/{sweep_id}/cancel", responses={**NOT_FOUND, 403: {"model": ErrorResponse}})
+def cancel_sweep(sweep_id: SweepId, session: SessionDep, user: CurrentUser) -> SweepPublic:
+    """Every member not yet ended: a waiting one is cancelled, a running one stops after its
+    final checkpoint."""
+    sweep = _owned(session, sweep_id, user)
+    sweeps.cancel_sweep(session, sweep_id)
+    audit.record(session, user, audit.SWEEP_CANCEL, f"sweep:{sweep_id}")
+    session.commit()
+    return sweeps.public(session, sweep)
+
+
+@router.post("/{sweep_id}/hold", responses={**NOT_FOUND, 403: {"model": ErrorResponse}})
+def hold_sweep(sweep_id: SweepId, session: SessionDep, user: CurrentUser) -> SweepPublic:
+    """Every member still waiting for devices is held; running ones go on."""
+    sweep = _owned(session, sweep_id, user)
+    sweeps.set_sweep_held(session, sweep_id, True)
+    audit.record(session, user, audit.JOB_HOLD, f"sweep:{sweep_id}")
+    session.commit()
+    return sweeps.public(session, sweep)
+
+
+@router.post("/{sweep_id}/release", responses={**NOT_FOUND, 403: {"model": ErrorResponse}})
+def release_sweep(sweep_id: SweepId, session: SessionDep, user: CurrentUser) -> SweepPublic:
+    sweep = _owned(session, sweep_id, user)
+    sweeps.set_sweep_held(session, sweep_id, False)
+    audit.record(session, user, audit.JOB_RELEASE, f"sweep:{sweep_id}")
+    session.commit()
+    return sweeps.public(session, sweep)

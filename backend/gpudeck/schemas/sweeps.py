@@ -1,0 +1,138 @@
+"""A sweep: many jobs from one spec (docs/sweeps.md). Strict, as every request."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+
+from gpudeck.schemas.jobs import NAME_PATTERN, JobCreate, Progress
+
+MAX_MEMBERS = 1000
+MAX_PARAMETERS = 16
+# A config field, nested ones by dots: "lr", "dataset.num_features".
+PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,7}$")
+Values = Annotated[list[JsonValue], Field(min_length=1, max_length=MAX_MEMBERS)]
+
+
+class RandomParameter(BaseModel):
+    """Drawn `count` times (seeded): `uniform` and `log_uniform` between low and high, `int`
+    an integer from low to high (both included), `choice` one of `values`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    distribution: Literal["uniform", "log_uniform", "int", "choice"]
+    low: float | None = Field(default=None, allow_inf_nan=False)
+    high: float | None = Field(default=None, allow_inf_nan=False)
+    values: list[JsonValue] | None = Field(default=None, min_length=1, max_length=MAX_MEMBERS)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> RandomParameter:
+        if self.distribution == "choice":
+            if self.values is None or self.low is not None or self.high is not None:
+                raise ValueError("choice takes values, and no low or high")
+            return self
+        if self.values is not None or self.low is None or self.high is None:
+            raise ValueError(f"{self.distribution} takes low and high, and no values")
+        if self.low > self.high:
+            raise ValueError(f"low {self.low} is above high {self.high}")
+        if self.distribution == "log_uniform" and self.low <= 0:
+            raise ValueError("log_uniform needs low above 0")
+        if self.distribution == "int" and (
+            self.low != int(self.low) or self.high != int(self.high)
+        ):
+            raise ValueError("int takes whole numbers for low and high")
+        return self
+
+
+class SweepParameters(BaseModel):
+    """What varies, by config path: every combination of the `grid` lists, with the `zip` lists
+    advanced together, and, for `random`, `count` seeded draws of each combination."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    grid: dict[str, Values] = Field(default_factory=dict, examples=[{"k": [8, 16, 32]}])
+    zip: dict[str, Values] = Field(default_factory=dict)
+    random: dict[str, RandomParameter] = Field(default_factory=dict)
+    count: int | None = Field(
+        default=None, ge=1, le=MAX_MEMBERS, description="random draws (only with random)"
+    )
+    seed: int = Field(default=0, ge=0, le=2**32 - 1)
+
+    @field_validator("grid", "zip", "random")
+    @classmethod
+    def _paths(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for path in value:
+            if not PATH.match(path):
+                raise ValueError(f"{path!r} is not a config path (names joined by dots)")
+        return value
+
+    @model_validator(mode="after")
+    def _shape(self) -> SweepParameters:
+        paths = [*self.grid, *self.zip, *self.random]
+        if not paths:
+            raise ValueError("name at least one parameter (grid, zip or random)")
+        if len(paths) > MAX_PARAMETERS:
+            raise ValueError(f"at most {MAX_PARAMETERS} parameters")
+        repeated = sorted({p for p in paths if paths.count(p) > 1})
+        if repeated:
+            raise ValueError(f"{', '.join(repeated)} named twice")
+        lengths = {len(v) for v in self.zip.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"zip lists must have one length, not {sorted(lengths)}")
+        if (self.count is None) != (not self.random):
+            raise ValueError("count goes with random, and random needs a count")
+        return self
+
+
+class SweepCreate(BaseModel):
+    """A base job (any kind, its devices or count, its scheduling) and the parameters that vary
+    over its config. Each member is validated as a job would be; if any is invalid, nothing is
+    created and the answer names the member, its values and the field."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str | None = Field(default=None, min_length=1, max_length=100, pattern=NAME_PATTERN)
+    job: JobCreate
+    parameters: SweepParameters
+    max_parallel: int | None = Field(
+        default=None, ge=1, le=1024, description="at most this many members run at once"
+    )
+
+
+class SweepMember(BaseModel):
+    job_id: int
+    index: int
+    params: dict[str, JsonValue]
+    name: str
+    status: str
+    progress: Progress
+    error_summary: str | None
+    metrics: dict[str, float] = Field(description="its newest metrics row")
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class SweepPublic(BaseModel):
+    id: int
+    name: str
+    owner: str
+    kind: str
+    max_parallel: int | None
+    created_at: datetime
+    spec: dict[str, Any] = Field(description="the request as accepted")
+    counts: dict[str, int] = Field(description="members by status")
+    largest_estimate_bytes: int | None = Field(description="the largest member's per device")
+    members: list[SweepMember]
+
+
+class SweepSummary(BaseModel):
+    id: int
+    name: str
+    owner: str
+    kind: str
+    max_parallel: int | None
+    created_at: datetime
+    counts: dict[str, int]

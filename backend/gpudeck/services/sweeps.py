@@ -1,0 +1,193 @@
+"""Sweeps: many jobs from one spec. The members are ordinary jobs: each is validated and
+created as a single submit would be (services/jobs.create_job), never started at submit (the
+scheduler starts them, at most `max_parallel` at once: services/queue_plan.py), and carries its
+sweep, its index and its parameter values. Takes a Session; the caller commits."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from gpudeck.models import Job, JobMetric, JobStatus, Sweep
+from gpudeck.schemas.failure import failure_cause
+from gpudeck.schemas.jobs import Progress
+from gpudeck.schemas.sweeps import SweepCreate, SweepMember, SweepPublic
+from gpudeck.services import job_state, queue_actions
+from gpudeck.services import jobs as job_service
+from gpudeck.services.errors import InvalidInput, NotFound, TooLarge
+from gpudeck.services.placement import Readings
+from gpudeck.services.sweep_params import TooManyMembers, members, with_values
+
+
+class SweepNotFound(NotFound):
+    def __init__(self, sweep_id: int) -> None:
+        super().__init__(message=f"no sweep {sweep_id}", field="sweep_id", code="sweep_not_found")
+
+
+def expand(spec: SweepCreate) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(values, config) of every member, each config validated as its job's would be; the
+    first invalid member is refused with its index, its values and the field."""
+    try:
+        values = members(spec.parameters)
+    except TooManyMembers as exc:
+        raise TooLarge(message=str(exc), field="parameters", code="too_many_members") from None
+    out = []
+    for index, chosen in enumerate(values):
+        config = with_values(spec.job.config, chosen)
+        try:
+            job_service.validate_config(spec.job.kind, config, spec.job.world_size)
+        except InvalidInput as exc:
+            errors: list[tuple[str, str]] = exc.extra["errors"]
+            shown = ", ".join(f"{p}={v!r}" for p, v in chosen.items())
+            raise InvalidInput(
+                [(f"members[{index}].{field}", f"{why} (member {index}: {shown})")
+                 for field, why in errors]
+            ) from None  # fmt: skip
+        out.append((chosen, config))
+    return out
+
+
+def create_sweep(
+    session: Session,
+    spec: SweepCreate,
+    *,
+    owner: job_service.Submitter,
+    read_live: Callable[[], Readings | None] = lambda: None,
+    data_dir: Path | None = None,
+) -> Sweep:
+    """The sweep and all its members, or nothing (the caller's transaction)."""
+    if not spec.job.queue:
+        raise InvalidInput([("job.queue", "a sweep's members wait for their turn: queue true")])
+    planned = expand(spec)
+    name = spec.name or f"{spec.job.kind}-sweep"
+    sweep = Sweep(
+        name=name,
+        owner=owner.owner,
+        kind=spec.job.kind,
+        spec=spec.model_dump(mode="json"),
+        max_parallel=spec.max_parallel,
+    )
+    session.add(sweep)
+    session.flush()
+    width = len(str(len(planned) - 1))
+    for index, (chosen, config) in enumerate(planned):
+        member_spec = spec.job.model_copy(
+            update={"config": config, "name": f"{name}-{index:0{width}d}"}
+        )
+        job = job_service.create_job(
+            session,
+            member_spec,
+            owner=owner,
+            read_live=read_live,
+            data_dir=data_dir,
+            may_start_now=False,
+        )
+        job.sweep_id, job.sweep_index, job.sweep_params = sweep.id, index, chosen
+    session.flush()
+    return sweep
+
+
+def get_sweep(session: Session, sweep_id: int) -> Sweep:
+    sweep = session.get(Sweep, sweep_id)
+    if sweep is None:
+        raise SweepNotFound(sweep_id)
+    return sweep
+
+
+def member_jobs(session: Session, sweep_id: int) -> list[Job]:
+    query = select(Job).where(Job.sweep_id == sweep_id).order_by(Job.sweep_index)
+    return list(session.scalars(query))
+
+
+def newest_metrics(session: Session, job_ids: list[int]) -> dict[int, dict[str, float]]:
+    """Each job's newest metrics row: a member's summary figures."""
+    if not job_ids:
+        return {}
+    newest = (
+        select(JobMetric.job_id, func.max(JobMetric.step).label("step"))
+        .where(JobMetric.job_id.in_(job_ids))
+        .group_by(JobMetric.job_id)
+        .subquery()
+    )
+    rows = session.execute(
+        select(JobMetric.job_id, JobMetric.metrics).join(
+            newest, (JobMetric.job_id == newest.c.job_id) & (JobMetric.step == newest.c.step)
+        )
+    )
+    return {job_id: {k: float(v) for k, v in metrics.items()} for job_id, metrics in rows}
+
+
+def public(session: Session, sweep: Sweep) -> SweepPublic:
+    jobs = member_jobs(session, sweep.id)
+    metrics = newest_metrics(session, [j.id for j in jobs])
+    estimates = [j.estimate_bytes_per_device for j in jobs if j.estimate_bytes_per_device]
+    return SweepPublic(
+        id=sweep.id,
+        name=sweep.name,
+        owner=sweep.owner,
+        kind=sweep.kind,
+        max_parallel=sweep.max_parallel,
+        created_at=sweep.created_at,
+        spec=sweep.spec,
+        counts=dict(Counter(str(j.status) for j in jobs)),
+        largest_estimate_bytes=max(estimates) if estimates else None,
+        members=[
+            SweepMember(
+                job_id=j.id,
+                index=j.sweep_index or 0,
+                params=j.sweep_params or {},
+                name=j.name,
+                status=str(j.status),
+                progress=Progress.model_validate(j.progress),
+                error_summary=failure_cause(j.error),
+                metrics=metrics.get(j.id, {}),
+                started_at=j.started_at,
+                finished_at=j.finished_at,
+            )
+            for j in jobs
+        ],
+    )
+
+
+def cancel_sweep(session: Session, sweep_id: int) -> list[int]:
+    """Every member that has not ended: a waiting one is cancelled, a running one stops after
+    its final checkpoint. Returns the ids acted on."""
+    get_sweep(session, sweep_id)
+    acted = []
+    for job in member_jobs(session, sweep_id):
+        if JobStatus(job.status) not in job_state.TERMINAL:
+            job_service.cancel_job(session, job.id)
+            acted.append(job.id)
+    return acted
+
+
+def set_sweep_held(session: Session, sweep_id: int, held: bool) -> list[int]:
+    """Hold (or release) every member still waiting for devices; returns their ids."""
+    get_sweep(session, sweep_id)
+    acted = []
+    for job in member_jobs(session, sweep_id):
+        if job.status == JobStatus.queued and not job.allocations and job.held != held:
+            queue_actions.set_held(session, job.id, held)
+            acted.append(job.id)
+    return acted
+
+
+def list_sweeps(session: Session, limit: int = 50) -> list[tuple[Sweep, dict[str, int]]]:
+    sweeps = list(session.scalars(select(Sweep).order_by(Sweep.id.desc()).limit(limit)))
+    ids = [s.id for s in sweeps]
+    counts: dict[int, Counter[str]] = {i: Counter() for i in ids}
+    if ids:
+        rows = session.execute(
+            select(Job.sweep_id, Job.status, func.count())
+            .where(Job.sweep_id.in_(ids))
+            .group_by(Job.sweep_id, Job.status)
+        )
+        for sweep_id, status, n in rows:
+            if sweep_id is not None:
+                counts[sweep_id][str(status)] = n
+    return [(s, dict(counts[s.id])) for s in sweeps]

@@ -1,0 +1,110 @@
+"""Sweeps through the API: members are ordinary jobs created in one transaction, a bad member
+is refused with its index and nothing is created, the scheduler never runs more than
+max_parallel members at once, and a cancel reaches every member."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
+
+from gpudeck.core.config import Settings
+from gpudeck.models import JobStatus
+from gpudeck.scheduler.duties import schedule_queue
+from gpudeck.scheduler.service import Scheduler
+from gpudeck.services import job_state
+
+SAE = {"d_in": 16, "d_sae": 64, "batch_size": 64, "steps": 10}
+
+
+def sweep_body(**extra: object) -> dict[str, object]:
+    return {
+        "name": "ks",
+        "job": {"kind": "sae", "config": SAE, "count": 1},
+        "parameters": {"grid": {"k": [2, 4, 8]}, "zip": {"lr": [1e-3, 4e-3]}},
+        **extra,
+    }
+
+
+def counts(db: Session) -> tuple[int, int]:
+    db.rollback()
+    jobs = db.execute(text("SELECT count(*) FROM jobs")).scalar_one()
+    sweeps = db.execute(text("SELECT count(*) FROM sweeps")).scalar_one()
+    return jobs, sweeps
+
+
+def test_a_sweep_creates_its_members_as_waiting_jobs_with_their_values(
+    client: TestClient, db: Session, devices: str
+) -> None:
+    created = client.post("/api/sweeps", json=sweep_body(max_parallel=2))
+    assert created.status_code == 201, created.text
+    sweep = created.json()
+    members = sweep["members"]
+    assert [m["params"] for m in members] == [
+        {"k": 2, "lr": 1e-3}, {"k": 2, "lr": 4e-3}, {"k": 4, "lr": 1e-3},
+        {"k": 4, "lr": 4e-3}, {"k": 8, "lr": 1e-3}, {"k": 8, "lr": 4e-3},
+    ]  # fmt: skip
+    assert [m["name"] for m in members][:2] == ["ks-0", "ks-1"]
+    assert sweep["counts"] == {"queued": 6} and sweep["max_parallel"] == 2
+    job = client.get(f"/api/jobs/{members[3]['job_id']}").json()
+    assert job["config"]["k"] == 4 and job["config"]["lr"] == 4e-3 and job["devices"] == []
+    assert sweep["largest_estimate_bytes"] == max(
+        client.get(f"/api/jobs/{m['job_id']}").json()["estimate_bytes_per_device"] for m in members
+    )
+    assert client.get("/api/sweeps").json()[0]["counts"] == {"queued": 6}
+
+
+def test_a_bad_member_is_refused_with_its_index_and_values_and_nothing_is_created(
+    client: TestClient, db: Session, devices: str
+) -> None:
+    before = counts(db)
+    body = sweep_body()
+    body["parameters"] = {"grid": {"k": [8, 65]}}  # k 65 > d_sae 64
+    refused = client.post("/api/sweeps", json=body)
+    assert refused.status_code == 422, refused.text
+    (error,) = refused.json()["detail"]
+    assert error["loc"][:2] == ["body", "members[1]"], error
+    assert "k (65) must be at most d_sae (64)" in error["msg"] and "member 1: k=65" in error["msg"]
+    assert counts(db) == before
+    too_many = sweep_body()
+    too_many["parameters"] = {"grid": {"k": list(range(1, 41)), "seed": list(range(30))}}
+    assert client.post("/api/sweeps", json=too_many).status_code == 413
+    nan = sweep_body()
+    nan["parameters"] = {"grid": {"lr": [1e-3, "NaN"]}}
+    assert client.post("/api/sweeps", json=nan).status_code == 422
+    assert counts(db) == before
+
+
+@pytest.fixture
+def scheduler(settings: Settings, redis_client: redis.Redis):  # type: ignore[no-untyped-def]
+    engine = create_engine(settings.sqlalchemy_url, pool_size=2)
+    try:
+        yield Scheduler(settings, engine, redis_client).ctx
+    finally:
+        engine.dispose()
+
+
+def test_the_scheduler_starts_at_most_max_parallel_members_and_a_cancel_reaches_all(
+    client: TestClient, db: Session, devices: str, scheduler: object
+) -> None:
+    sweep = client.post("/api/sweeps", json=sweep_body(max_parallel=2)).json()
+    ids = [m["job_id"] for m in sweep["members"]]
+    started = schedule_queue(scheduler)  # type: ignore[arg-type]
+    assert started == ids[:2], started  # 8 devices free: only 2 may run
+    waiting = client.get(f"/api/jobs/{ids[2]}").json()["queue"]
+    assert waiting["reason_code"] == "sweep"
+    assert waiting["reason"] == f"sweep {sweep['id']}: 2 members running (max_parallel 2)"
+    assert schedule_queue(scheduler) == []  # type: ignore[arg-type]
+    with Session(db.get_bind()) as session:  # the first ends: the next one starts
+        for status in (JobStatus.starting, JobStatus.running, JobStatus.succeeded):
+            job_state.transition(session, ids[0], status)
+        session.commit()
+    assert schedule_queue(scheduler) == [ids[2]]  # type: ignore[arg-type]
+
+    cancelled = client.post(f"/api/sweeps/{sweep['id']}/cancel").json()
+    statuses = {m["job_id"]: m["status"] for m in cancelled["members"]}
+    assert all(statuses[i] == "cancelled" for i in ids[3:]), statuses
+    jobs = [client.get(f"/api/jobs/{i}").json() for i in ids[1:3]]
+    assert all(j["cancel_requested"] or j["status"] == "cancelled" for j in jobs), jobs
