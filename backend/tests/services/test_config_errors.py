@@ -24,9 +24,8 @@ def errors_of(model: type[BaseModel], config: dict[str, Any]) -> dict[str, str]:
 def test_an_unknown_field_suggests_the_field_its_form_label_names() -> None:
     # the form labels checkpoint_interval "checkpoint every": the usual near miss
     errors = errors_of(SaeConfig, {"checkpoint_every": 100})
-    assert errors == {
-        "config.checkpoint_every": "unknown field 'checkpoint_every': did you mean checkpoint_interval?"
-    }
+    message = "unknown field 'checkpoint_every': did you mean checkpoint_interval?"
+    assert errors == {"config.checkpoint_every": message}
 
 
 def test_an_unknown_field_in_a_nested_object_or_union_branch_suggests_its_sibling() -> None:
