@@ -99,3 +99,18 @@ describe("sae: fields by architecture, and advanced ones", () => {
     expect(f["architecture"]?.advanced).toBeUndefined();
   });
 });
+
+describe("a number of either kind", () => {
+  it("reads int | float (| None) as one number box, sending 300 and 0.2 as typed", () => {
+    const schema = {
+      properties: {
+        warm_up: { anyOf: [{ type: "integer", minimum: 0 }, { type: "number", maximum: 1 }, { type: "null" }], default: null },
+      },
+    };
+    const fields = allFields(fieldsFromSchema(schema));
+    expect(fields[0]).toMatchObject({ kind: "float", optional: true, default: "" });
+    expect(configValue(fields[0]!, "300")).toBe(300);
+    expect(configValue(fields[0]!, "0.2")).toBe(0.2);
+    expect(configValue(fields[0]!, "")).toBeUndefined();
+  });
+});

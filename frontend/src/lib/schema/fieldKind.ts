@@ -52,7 +52,10 @@ export function shapeOf(schema: Schema, root: Schema): FieldShape {
   if (schema["type"] === "array") return { kind: "list", item: valueKind(resolve(schema["items"], root)) };
   const mapped = mapValues(schema, root);
   if (mapped) return { kind: "map", item: valueKind(mapped) };
-  if (members(schema, root).length > 0) return { kind: "json" };
+  const types = members(schema, root).map((m) => m["type"]);
+  // `int | float` (a count or a share): one number box; what is typed goes as JSON reads it
+  if (types.length > 0 && types.every((t) => t === "integer" || t === "number")) return { kind: "float" };
+  if (types.length > 0) return { kind: "json" };
   if (schema["type"] === "integer" || schema["type"] === "number" || schema["type"] === "string") {
     return { kind: valueKind(schema) };
   }
