@@ -8,6 +8,7 @@ import typer
 from gpudeck.cli import (
     client,
     estimate,
+    help_text,
     job_commands,
     nodes,
     queue,
@@ -29,3 +30,4 @@ sampler.register(app)
 scheduler.register(app)
 users.register(app)
 estimate.register(app)
+help_text.unwrap_help(app)  # last: after every command is registered

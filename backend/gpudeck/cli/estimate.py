@@ -19,7 +19,14 @@ def estimate(
     kind: Annotated[str, typer.Argument(help="job kind, e.g. sae")],
     config: Annotated[str, typer.Option(help="the kind's config as JSON, or @file.json")] = "{}",
     world_size: Annotated[int, typer.Option(min=1, max=64, help="number of devices")] = 1,
-    device_type: Annotated[str, typer.Option(help="cuda, or cpu for simulated devices")] = "cuda",
+    device_type: Annotated[
+        str,
+        typer.Option(
+            help="cuda: the one estimate every job is placed by, on simulated devices too (they "
+            "stand for GPUs); cpu: what the step holds on a CPU, without the CUDA allocator's "
+            "rounding and workspace"
+        ),
+    ] = "cuda",
     url: UrlOption = "",
     as_json: JsonOption = False,
 ) -> None:

@@ -1,13 +1,18 @@
 """Following a job until it ends: a progress bar from its progress and latest metrics, and an
-exit code that says how it ended (`gpudeck submit --wait`, `gpudeck logs --follow`)."""
+exit code that says how it ended (`gpudeck submit --wait`, `gpudeck logs --follow`).
+
+On a terminal the bar redraws in place. Piped (a script, CI, `| tee`), a redrawn bar shows
+nothing until its end and then only as wide as a guessed terminal: there each change of status
+(a queued job's reason too) and each tenth of the steps is one whole line instead."""
 
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from gpudeck.cli import map_ranks
 from gpudeck.cli.http import err_console, request
@@ -17,6 +22,39 @@ TERMINAL = ("succeeded", "failed", "cancelled", "lost", "timeout")
 # 0 only for success, so `gpudeck submit --wait && next-step` does what it says.
 EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": 2, "lost": 3, "timeout": 4}
 SUMMARY_METRICS = 3
+PIPED_STEPS = 10  # piped, a line at each tenth of the steps
+
+
+def clock(seconds: float) -> str:
+    whole = max(0, round(seconds))
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def timing_text(job: dict[str, Any], now: datetime | None = None) -> str:
+    """Time since the job started (not since one began following it) and, while it runs with a
+    measured rate, the time its steps left need: `0:04:10 elapsed, ~0:01:30 left`."""
+    started = _time(job.get("started_at"))
+    if started is None:
+        return ""
+    end = _time(job.get("finished_at")) or now or datetime.now(UTC)
+    text = f"{clock((end - started).total_seconds())} elapsed"
+    progress = job["progress"]
+    rate, total = progress.get("rate_per_s"), progress.get("total")
+    if job["status"] == "running" and rate and total:
+        text += f", ~{clock((total - progress['step']) / rate)} left"
+    return text
+
+
+def status_text(job: dict[str, Any]) -> str:
+    """The status, and why a queued job waits: `queued (devices busy: vm/1 held by job 12)`."""
+    queue = job.get("queue")
+    if job["status"] == "queued" and queue:
+        return f"queued ({queue['reason']})"
+    return str(job["status"])
 
 
 class JobFollower:
@@ -32,16 +70,22 @@ class JobFollower:
         self.is_map = map_ranks.is_map_kind(kind)
         self.ranks = ""  # a map job's chunks per rank, beside the bar
         self.map_total: dict[str, Any] | None = None  # a map job's chunks, for the bar itself
+        self.piped = not err_console.is_terminal
         self.progress = Progress(
             TextColumn("job {task.fields[job]} [bold]{task.fields[status]}[/bold]"),
             BarColumn(),
             MofNCompleteColumn(),
-            TimeElapsedColumn(),
+            TextColumn("{task.fields[timing]}"),
             TextColumn("{task.fields[metrics]}"),
             console=err_console,  # stdout stays for the logs
             transient=False,
+            disable=self.piped,  # piped: whole lines, see say()
         )
-        self.task = self.progress.add_task("", total=None, job=job_id, status="", metrics="")
+        self.task = self.progress.add_task(
+            "", total=None, job=job_id, status="", timing="", metrics=""
+        )
+        self.line: dict[str, Any] = {}  # what the bar shows, as _draw last worked it out
+        self._said: tuple[str, int] | None = None  # piped: the last line's status and tenth
 
     @property
     def done(self) -> bool:
@@ -73,13 +117,35 @@ class JobFollower:
                 "step": self.map_total["chunks_done"],
                 "total": self.map_total["num_chunks"],
             }
+        self.line = {
+            "status": status_text(self.job),
+            "step": progress["step"],
+            "total": progress["total"],
+            "timing": timing_text(self.job),
+            "metrics": " ".join([*shown, self.ranks] if self.ranks else shown),
+        }
         self.progress.update(
             self.task,
             completed=progress["step"],
             total=progress["total"],
-            status=self.job["status"],
-            metrics=" ".join([*shown, self.ranks] if self.ranks else shown),
+            status=self.line["status"],
+            timing=self.line["timing"],
+            metrics=self.line["metrics"],
         )
+        if self.piped:
+            self.say()
+
+    def say(self, *, always: bool = False) -> None:
+        """Piped: one whole line when the status changed or the steps passed a tenth."""
+        line = self.line
+        total = line["total"] or 0
+        tenth = line["step"] * PIPED_STEPS // total if total else 0
+        if not always and self._said == (line["status"], tenth):
+            return
+        self._said = (line["status"], tenth)
+        steps = f"{line['step']}/{total}" if total else ""
+        parts = [f"job {self.job_id} {line['status']}", steps, line["timing"], line["metrics"]]
+        err_console.print(" ".join(p for p in parts if p), markup=False, highlight=False)
 
     def poll_until_done(self, stop: threading.Event | None = None) -> None:
         self.poll()
@@ -90,6 +156,8 @@ class JobFollower:
     def finish(self) -> None:
         """Say how the job ended and exit with its code (0 only when it succeeded)."""
         status = self.job["status"]
+        if self.piped and self.line and self._said != (self.line["status"], PIPED_STEPS):
+            self.say(always=True)  # the last figures, whole, before the verdict
         if status == "succeeded":
             err_console.print(f"job {self.job_id} succeeded")
         else:

@@ -15,7 +15,11 @@ class EstimateRequest(BaseModel):
     kind: str = Field(min_length=1, max_length=64, examples=["sae"])
     config: dict[str, Any] = Field(default_factory=dict)
     world_size: int = Field(default=1, ge=1, le=64)
-    device_type: DeviceType = Field(default="cuda", description="cpu: simulated devices")
+    device_type: DeviceType = Field(
+        default="cuda",
+        description="cuda: the estimate every job is placed by, on simulated devices too; cpu: "
+        "the step's memory on a CPU, without the CUDA allocator's rounding and workspace",
+    )
 
 
 class MaxBatchRequest(EstimateRequest):
@@ -33,6 +37,10 @@ class ExpectationPublic(BaseModel):
     label: str
     value: str
     note: str
+    warning: bool = Field(
+        default=False,
+        description="the config is known to train badly; the note says what to change",
+    )
 
 
 class EstimatePublic(BaseModel):

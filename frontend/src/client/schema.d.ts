@@ -972,7 +972,7 @@ export interface components {
             };
             /**
              * Device Type
-             * @description cpu: simulated devices
+             * @description cuda: the estimate every job is placed by, on simulated devices too; cpu: the step's memory on a CPU, without the CUDA allocator's rounding and workspace
              * @default cuda
              * @enum {string}
              */
@@ -1577,7 +1577,7 @@ export interface components {
             };
             /**
              * Device Type
-             * @description cpu: simulated devices
+             * @description cuda: the estimate every job is placed by, on simulated devices too; cpu: the step's memory on a CPU, without the CUDA allocator's rounding and workspace
              * @default cuda
              * @enum {string}
              */
