@@ -15,6 +15,7 @@ from gpudeck.cli import (
     sampler,
     scheduler,
     server,
+    sweeps,
     users,
     worker,
 )
@@ -30,4 +31,5 @@ sampler.register(app)
 scheduler.register(app)
 users.register(app)
 estimate.register(app)
+sweeps.register(app)
 help_text.unwrap_help(app)  # last: after every command is registered

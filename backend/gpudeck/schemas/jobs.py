@@ -231,6 +231,10 @@ class JobPublic(BaseModel):
     progress: Progress
     error: str | None
     resume_from_job_id: int | None
+    sweep_id: int | None = Field(default=None, description="the sweep it is a member of")
+    sweep_params: dict[str, Any] | None = Field(
+        default=None, description="a sweep member's parameter values, by config path"
+    )
     estimate_bytes_per_device: int | None
     peak_memory_bytes: int | None
     rank_memory: RankMemory | None = None

@@ -1425,6 +1425,18 @@ export interface components {
             /** Started At */
             started_at: string | null;
             status: components["schemas"]["JobStatus"];
+            /**
+             * Sweep Id
+             * @description the sweep it is a member of
+             */
+            sweep_id?: number | null;
+            /**
+             * Sweep Params
+             * @description a sweep member's parameter values, by config path
+             */
+            sweep_params?: {
+                [key: string]: unknown;
+            } | null;
             /** Time Limit S */
             time_limit_s: number;
             /** World Size */
