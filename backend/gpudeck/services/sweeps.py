@@ -19,7 +19,7 @@ from gpudeck.schemas.jobs import Progress
 from gpudeck.schemas.sweeps import SweepCreate, SweepMember, SweepPublic
 from gpudeck.services import job_state, queue_actions
 from gpudeck.services import jobs as job_service
-from gpudeck.services.errors import InvalidInput, NotFound, TooLarge
+from gpudeck.services.errors import DomainError, InvalidInput, NotFound, TooLarge
 from gpudeck.services.placement import Readings
 from gpudeck.services.sweep_params import TooManyMembers, members, with_values
 
@@ -42,14 +42,24 @@ def expand(spec: SweepCreate) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         try:
             job_service.validate_config(spec.job.kind, config, spec.job.world_size)
         except InvalidInput as exc:
-            errors: list[tuple[str, str]] = exc.extra["errors"]
-            shown = ", ".join(f"{p}={v!r}" for p, v in chosen.items())
-            raise InvalidInput(
-                [(f"members[{index}].{field}", f"{why} (member {index}: {shown})")
-                 for field, why in errors]
-            ) from None  # fmt: skip
+            raise _of_member(exc, index, chosen) from None
         out.append((chosen, config))
     return out
+
+
+def _shown(chosen: dict[str, Any]) -> str:
+    return ", ".join(f"{p}={v!r}" for p, v in chosen.items())
+
+
+def _of_member(exc: InvalidInput, index: int, chosen: dict[str, Any]) -> InvalidInput:
+    """The member's errors, each under `members[i]` and saying its values."""
+    errors: list[tuple[str, str]] = exc.extra["errors"]
+    return InvalidInput(
+        [
+            (f"members[{index}].{f}", f"{why} (member {index}: {_shown(chosen)})")
+            for f, why in errors
+        ]
+    )
 
 
 def create_sweep(
@@ -79,14 +89,20 @@ def create_sweep(
         member_spec = spec.job.model_copy(
             update={"config": config, "name": f"{name}-{index:0{width}d}"}
         )
-        job = job_service.create_job(
-            session,
-            member_spec,
-            owner=owner,
-            read_live=read_live,
-            data_dir=data_dir,
-            may_start_now=False,
-        )
+        try:
+            job = job_service.create_job(
+                session,
+                member_spec,
+                owner=owner,
+                read_live=read_live,
+                data_dir=data_dir,
+                may_start_now=False,
+            )
+        except InvalidInput as exc:  # a member that could never fit, a missing input...
+            raise _of_member(exc, index, chosen) from None
+        except DomainError as exc:
+            exc.message = f"member {index} ({_shown(chosen)}): {exc.message}"
+            raise
         job.sweep_id, job.sweep_index, job.sweep_params = sweep.id, index, chosen
     session.flush()
     return sweep

@@ -71,6 +71,13 @@ def test_a_bad_member_is_refused_with_its_index_and_values_and_nothing_is_create
     too_many = sweep_body()
     too_many["parameters"] = {"grid": {"k": list(range(1, 41)), "seed": list(range(30))}}
     assert client.post("/api/sweeps", json=too_many).status_code == 413
+    huge = sweep_body()  # a member that could never fit a device: refused, named
+    huge["parameters"] = {"zip": {"d_in": [16, 32_768], "d_sae": [64, 131_072]}}
+    never = client.post("/api/sweeps", json=huge)
+    assert never.status_code == 422, never.text
+    (error,) = never.json()["detail"]
+    assert error["loc"][:3] == ["body", "members[1]", "config"], error
+    assert "does not fit" in error["msg"] and "member 1: d_in=32768, d_sae=131072" in error["msg"]
     nan = sweep_body()
     nan["parameters"] = {"grid": {"lr": [1e-3, "NaN"]}}
     assert client.post("/api/sweeps", json=nan).status_code == 422
