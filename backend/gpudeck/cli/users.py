@@ -2,8 +2,9 @@
 
 With GPUDECK_TOKEN set (an admin's token for `user`, and for other users' tokens), they go
 through the API like every client command. Without one, they run straight against the database
-only where GPUDECK_DATABASE_URL names it (on the server, e.g. the first admin under Docker); they
-never start a database of their own, and otherwise say in one line what is missing. That
+GPUDECK_DATABASE_URL names (on the server, e.g. the first admin under Docker) or the embedded one
+in the data directory of `gpudeck run` (a lost admin token on one machine); they never create a
+database of their own, and otherwise say in one line what is missing. That
 direct path lives in `users_db`, imported only when taken: every `gpudeck` command loads this
 module, and SQLAlchemy and the services would cost each of them a third of a second."""
 

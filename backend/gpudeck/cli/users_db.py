@@ -1,11 +1,14 @@
 """The direct-database side of `gpudeck user` and `gpudeck token`: on the server, against the
-database GPUDECK_DATABASE_URL names (never an embedded one started here). `users` imports this
-module only when a command takes that path, and `gpudeck run` for its first admin."""
+database GPUDECK_DATABASE_URL names, or else the embedded one `gpudeck run` made in the data
+directory (GPUDECK_DATA_DIR or its default): its socket while `gpudeck run` runs, or started for
+the command and stopped after. Where there is neither it says what is missing and creates
+nothing. `users` imports this module only when a command takes that path, and `gpudeck run` for
+its first admin."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import timedelta
 from typing import Any
 
@@ -15,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from gpudeck.cli.http import err_console
 from gpudeck.cli.settings import load_settings
+from gpudeck.core.config import Settings
 from gpudeck.core.db import make_engine, make_sessionmaker, transaction
 from gpudeck.core.security import LOCAL_ADMIN
 from gpudeck.services import audit
@@ -24,29 +28,41 @@ from gpudeck.services.errors import DomainError
 CLI_ACTOR = "cli"
 MISSING = (
     "set GPUDECK_TOKEN to an admin's token (`gpudeck run` printed the first one), "
-    "or run this on the server with GPUDECK_DATABASE_URL set"
+    "or run this on the server with GPUDECK_DATABASE_URL set, or with GPUDECK_DATA_DIR "
+    "naming the data directory of `gpudeck run`"
 )
+
+
+def _database(settings: Settings) -> AbstractContextManager[str]:
+    """The URL to use: GPUDECK_DATABASE_URL's, or the data directory's embedded database."""
+    if settings.database_url is not None:
+        return nullcontext(settings.sqlalchemy_url)
+    from gpudeck.core import embedded
+
+    if embedded.has_embedded_postgres(settings.data_dir):
+        return embedded.data_dir_postgres(settings.data_dir)
+    err_console.print(f"[red]no token[/red]: {MISSING} (no database in {settings.data_dir})")
+    raise typer.Exit(1)
 
 
 @contextmanager
 def server_session() -> Iterator[Session]:
-    """The database named by GPUDECK_DATABASE_URL; never an embedded one started here."""
+    """GPUDECK_DATABASE_URL's database, or the embedded one of the data directory."""
     settings = load_settings()
-    if settings.database_url is None:
-        err_console.print(f"[red]no token[/red]: {MISSING}")
-        raise typer.Exit(1)
-    engine = make_engine(settings.sqlalchemy_url, pool_size=1)
-    try:
-        with transaction(make_sessionmaker(engine)) as session:
-            yield session
-    except DomainError as exc:
-        err_console.print(f"[red]{exc.field or 'error'}[/red]: {exc.message}")
-        raise typer.Exit(1) from None
-    except SQLAlchemyError as exc:  # an unreachable database: one line, not a traceback
-        err_console.print(f"[red]database[/red]: {type(exc).__name__}: {str(exc).splitlines()[0]}")
-        raise typer.Exit(1) from None
-    finally:
-        engine.dispose()
+    with _database(settings) as url:
+        engine = make_engine(url, pool_size=1)
+        try:
+            with transaction(make_sessionmaker(engine)) as session:
+                yield session
+        except DomainError as exc:
+            err_console.print(f"[red]{exc.field or 'error'}[/red]: {exc.message}")
+            raise typer.Exit(1) from None
+        except SQLAlchemyError as exc:  # an unreachable database: one line, not a traceback
+            first = str(exc).splitlines()[0]
+            err_console.print(f"[red]database[/red]: {type(exc).__name__}: {first}")
+            raise typer.Exit(1) from None
+        finally:
+            engine.dispose()
 
 
 def create_user(name: str, role: str) -> str:

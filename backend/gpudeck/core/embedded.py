@@ -16,6 +16,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -200,6 +201,38 @@ def _wait_for_socket(path: Path, process: subprocess.Popen[bytes], timeout_s: fl
             process.kill()
             raise RuntimeError("embedded redis-server did not open its socket in time")
         time.sleep(0.02)
+
+
+def has_embedded_postgres(data_dir: Path) -> bool:
+    """Whether `gpudeck run` made its embedded database in this data directory."""
+    return (data_dir / "postgres" / "PG_VERSION").is_file()
+
+
+def running_postgres_url(pgdata: Path) -> str | None:
+    """The socket URL of the postmaster serving `pgdata` now (`gpudeck run`'s), else None."""
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or not info.is_running() or info.status != "ready":
+        return None
+    return info.get_uri(database="postgres").replace("postgresql://", "postgresql+psycopg://", 1)
+
+
+@contextlib.contextmanager
+def data_dir_postgres(data_dir: Path) -> Iterator[str]:
+    """The embedded database of `data_dir` for one command: the running server's socket while
+    `gpudeck run` runs, else the server started here and stopped when the command is done."""
+    pgdata = data_dir / "postgres"
+    url = running_postgres_url(pgdata)
+    if url is not None:
+        yield url
+        return
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+    postgres = EmbeddedPostgres(pgdata)
+    try:
+        yield postgres.start()
+    finally:
+        postgres.stop()
 
 
 def ensure_services(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from cli_harness import Cli
 from harness import auth_headers, free_port
 from run_harness import GpudeckRun, processes_mentioning, start_gpudeck_run
 from stores import remove_root, temp_root
@@ -82,3 +83,32 @@ def test_run_is_quiet_and_ends_start_up_with_the_sign_in_link(run_root: Path) ->
     noise = ("HTTP/1.1", "pgserver", "initdb", "celery", "Celery", "SecurityWarning", " INFO ")
     noisy = [line for line in run.log().splitlines() if any(n in line for n in noise)]
     assert noisy == [] and "Traceback" not in run.log(), run.log()
+
+
+def test_a_lost_admin_token_is_replaced_from_the_data_directory(run_root: Path) -> None:
+    """Issue 25: later starts print only the URL, and `gpudeck token create admin` refused
+    without GPUDECK_DATABASE_URL: it never found the embedded database `gpudeck run` made. It
+    uses the running server's socket, or starts that database for the command and stops it."""
+    data_dir = run_root / "gpudeck-data"
+    home = run_root / "home"
+    home.mkdir()
+    port = free_port()
+    cli = Cli(f"http://127.0.0.1:{port}", None, home)
+    with gpudeck_run(data_dir, port) as (run, _):
+        postmaster = run.postmaster().pid
+        made = cli("token", "create", "admin", GPUDECK_DATA_DIR=str(data_dir))
+        assert made.returncode == 0, made.stderr
+        me = httpx.get(f"{run.url}/api/auth/me", headers=auth_headers(made.stdout.strip()))
+        assert me.json()["name"] == "admin"
+        assert run.postmaster().pid == postmaster  # the running server, not a second one
+    assert processes_mentioning(str(data_dir)) == []
+
+    after = cli("token", "create", "admin", GPUDECK_DATA_DIR=str(data_dir))
+    assert after.returncode == 0, after.stderr
+    assert processes_mentioning(str(data_dir)) == []  # started for the command, stopped after
+    listed = cli("token", "list", GPUDECK_DATA_DIR=str(data_dir))
+    assert listed.returncode == 0 and listed.stdout.count("admin") >= 3, listed
+    with gpudeck_run(data_dir, port) as (run, _):
+        me = httpx.get(f"{run.url}/api/auth/me", headers=auth_headers(after.stdout.strip()))
+        assert me.json()["name"] == "admin"
+    assert list(home.iterdir()) == []  # nothing made in $HOME
