@@ -101,6 +101,9 @@ class Expectation:
     label: str
     value: str
     note: str = ""
+    # The config is known to train badly (dense, or many dead latents): the note says what to
+    # change, and the form shows it as a warning before launch.
+    warning: bool = False
 
 
 @dataclass(frozen=True)

@@ -39,10 +39,31 @@ def test_the_estimate_says_what_l0_the_architecture_will_give() -> None:
     assert topk["expected L0"]["value"] == "7"
     assert topk["dictionary"]["value"] == "2,048 latents (8 x d_in)"
     assert "on average" in expected({"architecture": "batchtopk", "k": 3})["expected L0"]["note"]
-    jumprelu = expected({"architecture": "jumprelu"})["expected L0"]
-    assert jumprelu["value"] == "learned"
-    assert "l0_coefficient" in jumprelu["note"]
+    jumprelu = expected({"architecture": "jumprelu", "k": 6})
+    assert jumprelu["expected L0"]["value"] == "about 6"  # the warm-up's k, held by the penalty
+    assert "l0_coefficient" in jumprelu["expected L0"]["note"]
+    assert "warning" not in jumprelu
     assert "l1_coefficient" in expected({"architecture": "standard"})["expected L0"]["note"]
+
+
+def test_the_estimate_warns_of_configs_known_to_train_badly() -> None:
+    client = _client()
+
+    def warnings(config: dict[str, object]) -> list[str]:
+        answer = client.post("/api/estimate", json={"kind": "sae", "config": {**SAE, **config}})
+        assert answer.status_code == 200, answer.text
+        return [e["note"] for e in answer.json()["expectations"] if e["warning"]]
+
+    for architecture in ("topk", "batchtopk", "jumprelu", "standard"):
+        assert warnings({"architecture": architecture}) == []  # the defaults train well
+    dense = warnings({"architecture": "jumprelu", "topk_warm_up_steps": 0, "l0_coefficient": 0.01})
+    assert len(dense) == 2
+    assert "topk_warm_up_steps" in dense[0] and "trained dense" in dense[0]
+    assert "too weak" in dense[1] and "d_in / 128 = 2" in dense[1]
+    (dead,) = warnings({"architecture": "batchtopk", "topk_warm_up_steps": 0})
+    assert "dead" in dead and "leave topk_warm_up_steps empty" in dead
+    (frequency,) = warnings({"architecture": "batchtopk", "dead_min_frequency": 0.0})
+    assert "dead_min_frequency" in frequency
 
 
 def test_bad_config_and_kind_are_422() -> None:

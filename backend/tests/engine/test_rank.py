@@ -14,6 +14,7 @@ from rankrunner import make_spec, read_events, run_ranks, start_ranks, tiny_conf
 from gpudeck.engine import checkpoint
 from gpudeck.kinds.sae import checkpoint as sae_checkpoint
 from gpudeck.kinds.sae.data import FileSource, GlobalBatchLoader
+from gpudeck.kinds.sae.heldout import split_heldout
 
 
 def test_a_plugged_in_kind_gets_the_same_context(tmp_path: Path) -> None:
@@ -71,7 +72,8 @@ def test_a_loss_that_becomes_nan_fails_the_job_naming_the_step(tmp_path: Path) -
     datasets = tmp_path / "data" / "datasets"
     datasets.mkdir(parents=True)
     np.save(datasets / "acts.npy", acts)
-    source = FileSource(datasets / "acts.npy", None, 16)
+    # The rows training reads: the file's last rows are held out (kinds/sae/heldout.py).
+    source, _ = split_heldout(FileSource(datasets / "acts.npy", None, 16), 64)
     loader = GlobalBatchLoader(source, global_batch=64, rank=0, world_size=1, seed=3)
     batches = [loader.next_batch() for _ in range(bad_step)]
     acts[int(batches[-1][0, 0]), 3] = np.inf  # read first at step 7 (an epoch is 20 steps)

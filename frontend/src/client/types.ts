@@ -25,7 +25,7 @@ export type JobKindInfo = Schemas["JobKindPublic"];
 export type DeviceRef = Schemas["DeviceRef"];
 export type MetricPoint = Schemas["MetricPoint"];
 export type Metrics = Schemas["MetricsPublic"];
-/** The sae kind reports mse_loss, overall_loss, l0, explained_variance, dead_features, activations_per_s and its architecture's loss (l1_loss, l0_loss or auxk_loss; mmcs with synthetic data). */
+/** The sae kind reports mse_loss, overall_loss, l0, explained_variance, dead_features and dead_pct (the training window), activations_per_s and its architecture's loss (l1_loss, l0_loss or auxk_loss; mmcs and features_recovered_pct with synthetic data); at checkpoints heldout_dead_pct, heldout_l0 and heldout_explained_variance (held-out rows). */
 export type MetricValues = MetricPoint["metrics"];
 export type Checkpoint = Schemas["CheckpointPublic"];
 export type Estimate = Schemas["EstimatePublic"];

@@ -11,6 +11,7 @@ import { MemoryFigures } from "../components/MemoryFigures";
 import { ProgressBar } from "../components/ProgressBar";
 import { QueuePlace } from "../components/queue/QueuePlace";
 import { StatusBadge } from "../components/StatusBadge";
+import { SweepMembership } from "../components/sweep/SweepMembership";
 import { useKind, useMapProgress, useParentMetrics } from "../hooks/queries";
 import { useJob } from "../hooks/useJob";
 import { formatAge, formatCompact, formatDuration, numberOrNull } from "../lib/format";
@@ -32,7 +33,10 @@ export function JobDetail() {
   const j = job.data;
   const own = metrics.data ?? [];
   const points = continuedCurve(parent.data ?? [], own);
-  const last = own[own.length - 1]?.metrics as Record<string, unknown> | undefined;
+  // Each summary metric's latest value: some come only with some rows (an SAE's held-out
+  // figures at checkpoints), so the newest row alone would show them as missing.
+  const latest = (metric: string): unknown =>
+    own.findLast((row) => (row.metrics as Record<string, unknown>)[metric] !== undefined)?.metrics[metric];
   return (
     <div className="page">
       <div className="page-head">
@@ -54,6 +58,7 @@ export function JobDetail() {
         </div>
       </div>
       <QueuePlace job={j} />
+      <SweepMembership job={j} />
       <section className="card">
         {isMap && ranks.data && ranks.data.num_chunks !== null ? (
           // a map job counts chunks written (earlier runs' included), not steps
@@ -117,7 +122,7 @@ export function JobDetail() {
           {(kind.data?.summary_metrics ?? []).map((m, i) => (
             <div key={m.metric}>
               <dt>{m.label}</dt>
-              <dd data-testid={i === 0 ? "last-loss" : undefined}>{formatCompact(numberOrNull(last?.[m.metric]))}</dd>
+              <dd data-testid={i === 0 ? "last-loss" : undefined}>{formatCompact(numberOrNull(latest(m.metric)))}</dd>
             </div>
           ))}
         </dl>

@@ -36,14 +36,34 @@ KIND = JobKind(
         ),
         Chart("L0 (active features per sample)", (Series("l0", "L0"),)),
         Chart("Explained variance", (Series("explained_variance", "explained variance"),)),
-        Chart("Dead latents", (Series("dead_features", "dead"),)),
+        Chart(
+            "Dead latents (% of the dictionary)",
+            (
+                Series("dead_pct", "no firing in the last 1,000 training steps"),
+                Series("heldout_dead_pct", "firing on no held-out row (at checkpoints)"),
+            ),
+        ),
+        Chart(
+            "Held-out rows (at checkpoints)",
+            (
+                Series("heldout_explained_variance", "explained variance"),
+                Series("mmcs", "mmcs (synthetic data)"),
+            ),
+        ),
         Chart("Throughput", (Series("activations_per_s", "activations/s"),)),
     ),
+    # The dashboard shows each one's latest value; the held-out ones come at checkpoints,
+    # mmcs and features recovered with synthetic data only (the truth is known there).
     summary_metrics=(
         Series("overall_loss", "loss"),
         Series("l0", "L0"),
         Series("explained_variance", "explained var."),
-        Series("dead_features", "dead features"),
+        Series("heldout_dead_pct", "dead % (held-out rows)"),
+        Series("dead_features", "dead (last 1,000 steps)"),
+        Series("heldout_l0", "L0 (held-out)"),
+        Series("heldout_explained_variance", "explained var. (held-out)"),
+        Series("mmcs", "mmcs"),
+        Series("features_recovered_pct", "features recovered %"),
     ),
     warm_estimate=True,
     expectations="gpudeck.kinds.sae.expectations:expectations",

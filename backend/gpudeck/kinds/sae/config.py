@@ -76,6 +76,22 @@ class DdpOptions(BaseModel):
 
 Architecture = Literal["standard", "topk", "batchtopk", "jumprelu"]
 
+# A schedule's length: a whole number is a count of steps, a float in [0, 1] a share of the
+# run's steps (0.2 of a 1,500-step run is 300 steps), so one setting gives runs of any length
+# the same shape. In strict mode JSON's 300 is an int and 0.2 a float; 300.0 is refused.
+StepCount = Annotated[int, Field(ge=0, le=100_000_000)]
+StepShare = Annotated[float, Field(ge=0, le=1)]
+Steps = StepCount | StepShare
+
+# What None means for the fields whose default depends on the architecture, measured on
+# synthetic superposition data at two scales against SAELens (bench/sae_quality.py,
+# docs/sae.md "Defaults per architecture"): a TopK warm-up for half (BatchTopK) or a third
+# (JumpReLU) of the run, the frequency rule for BatchTopK, and JumpReLU's L0 coefficient in
+# units of the summed squared error of a row normalised to norm sqrt(d_in) (so d_in / 128).
+TOPK_WARM_UP_SHARE: dict[str, float] = {"batchtopk": 0.5, "jumprelu": 1 / 3}
+DEAD_MIN_FREQUENCY: dict[str, float] = {"batchtopk": 1e-4}
+L0_COEFFICIENT_PER_D_IN = 1 / 128
+
 
 # Hints for a form read from this schema (the dashboard's lib/schemaForm): a field another
 # field's value decides the use of, and fields most runs leave alone. The API does not read
@@ -130,12 +146,15 @@ class SaeConfig(BaseModel):
         description="standard only: weight of the L1 penalty (on normalised activations)",
         json_schema_extra=only_for("standard"),
     )
-    l0_coefficient: float = Field(
-        default=0.01,
+    l0_coefficient: float | None = Field(
+        default=None,
         title="L0 coefficient",
         ge=0,
         le=1e6,
-        description="jumprelu only: weight of the L0 penalty (latents per sample)",
+        description=(
+            "jumprelu only: weight of the L0 penalty (latents per sample); empty: d_in / 128,"
+            " which with the TopK warm-up keeps L0 near k"
+        ),
         json_schema_extra=only_for("jumprelu"),
     )
     jumprelu_bandwidth: float = Field(
@@ -152,16 +171,15 @@ class SaeConfig(BaseModel):
         description="jumprelu only: initial threshold",
         json_schema_extra=only_for("jumprelu", advanced=True),
     )
-    topk_warm_up_steps: int = Field(
-        default=0,
+    topk_warm_up_steps: Steps | None = Field(
+        default=None,
         title="TopK warm-up",
-        ge=0,
-        le=100_000_000,
         description=(
-            "batchtopk, jumprelu: train the first n steps as a TopK SAE (the k largest"
-            " pre-activations of each sample), then switch; jumprelu's thresholds then start"
-            " at the running k x B-th largest pre-activation. Avoids the merged and dead"
-            " latents these architectures settle into from a random start"
+            "batchtopk, jumprelu: train the first n steps (or this share of the run) as a"
+            " TopK SAE (the k largest pre-activations of each sample), then switch; jumprelu's"
+            " thresholds then start at the running k x B-th largest pre-activation. Avoids"
+            " the merged and dead latents these architectures settle into from a random"
+            " start. Empty: half the run for batchtopk, a third for jumprelu; 0: off"
         ),
         json_schema_extra=only_for("batchtopk", "jumprelu"),
     )
@@ -181,14 +199,15 @@ class SaeConfig(BaseModel):
         description="steps without firing after which a latent counts as dead",
         json_schema_extra=ADVANCED,
     )
-    dead_min_frequency: float = Field(
-        default=0.0,
+    dead_min_frequency: float | None = Field(
+        default=None,
         title="dead below frequency",
         ge=0,
         le=1,
         description=(
             "topk/batchtopk: a latent firing on fewer than this fraction of samples (running"
-            " average over about 100 steps) also counts as dead for AuxK; 0: only 'dead after'"
+            " average over about 100 steps) also counts as dead for AuxK; 0: only 'dead"
+            " after'. Empty: 1e-4 for batchtopk, 0 for topk"
         ),
         json_schema_extra=only_for("topk", "batchtopk", advanced=True),
     )
@@ -232,27 +251,30 @@ class SaeConfig(BaseModel):
         description="global batch, split evenly across ranks",
     )
     steps: int = Field(default=2400, ge=1, le=100_000_000)
-    # Schedules, with SAELens's names and shapes; each is clipped to the run (see
-    # `schedule_lengths`), so a short run with the defaults is valid, just shorter-scheduled.
-    lr_warm_up_steps: int = Field(
-        default=100,
-        ge=0,
-        le=100_000_000,
-        description="lr rises linearly from lr/n to lr",
+    # Schedules, with SAELens's names and shapes; a float is a share of `steps`, a whole
+    # number a count; each is clipped to the run (see `schedule_lengths`).
+    lr_warm_up_steps: Steps = Field(
+        default=0.05,
+        description=(
+            "lr rises linearly from lr/n to lr over the first n steps; a float in [0, 1] is a"
+            " share of the run (0.05: the first 5 %)"
+        ),
         json_schema_extra=ADVANCED,
     )
-    lr_decay_steps: int = Field(
-        default=1200,
-        ge=0,
-        le=100_000_000,
-        description="lr falls linearly to 0 over the last n",
+    lr_decay_steps: Steps = Field(
+        default=0.2,
+        description=(
+            "lr falls linearly to 0 over the last n steps; a float in [0, 1] is a share of"
+            " the run (0.2: the last 20 %)"
+        ),
         json_schema_extra=ADVANCED,
     )
-    l1_warm_up_steps: int = Field(
+    l1_warm_up_steps: Steps = Field(
         default=0,
-        ge=0,
-        le=100_000_000,
-        description="the L1/L0 coefficient rises linearly from 0 over the first n steps",
+        description=(
+            "the L1/L0 coefficient rises linearly from 0 over the first n steps; a float in"
+            " [0, 1] is a share of the run"
+        ),
         json_schema_extra=only_for("standard", "jumprelu", advanced=True),
     )
     dtype: Literal["float32", "bfloat16"] = "float32"
@@ -289,8 +311,38 @@ class SaeConfig(BaseModel):
         return {"standard": "l1_loss", "jumprelu": "l0_loss"}.get(self.architecture, "")
 
     @property
+    def l0_coefficient_value(self) -> float:
+        """The L0 coefficient JumpReLU trains with: the field, or d_in / 128 when empty."""
+        if self.l0_coefficient is not None:
+            return self.l0_coefficient
+        return L0_COEFFICIENT_PER_D_IN * self.d_in
+
+    @property
+    def dead_min_frequency_value(self) -> float:
+        """The frequency rule's minimum: the field, or the architecture's default."""
+        if self.dead_min_frequency is not None:
+            return self.dead_min_frequency
+        return DEAD_MIN_FREQUENCY.get(self.architecture, 0.0)
+
+    @property
     def sparsity_coefficient(self) -> float:
-        return self.l0_coefficient if self.architecture == "jumprelu" else self.l1_coefficient
+        if self.architecture == "jumprelu":
+            return self.l0_coefficient_value
+        return self.l1_coefficient
+
+    def in_steps(self, length: int | float) -> int:
+        """A schedule length in steps: a count as is, a share of the run rounded, both
+        clipped to the run."""
+        steps = round(length * self.steps) if isinstance(length, float) else length
+        return min(steps, self.steps)
+
+    def topk_warm_up_length(self) -> int:
+        """Steps of the TopK warm-up: the field, or the architecture's share of the run;
+        0 for architectures that have none (topk, standard)."""
+        if self.architecture not in TOPK_WARM_UP_SHARE:
+            return 0
+        length = self.topk_warm_up_steps
+        return self.in_steps(TOPK_WARM_UP_SHARE[self.architecture] if length is None else length)
 
     def schedule_lengths(self) -> tuple[int, int, int]:
         """(lr warm-up, lr decay, l1 warm-up) in steps, clipped to the run.
@@ -298,9 +350,9 @@ class SaeConfig(BaseModel):
         Warm-ups are cut to `steps`; the decay to what the lr warm-up leaves, so the two never
         overlap. A default config with few steps is therefore always valid.
         """
-        lr_warm_up = min(self.lr_warm_up_steps, self.steps)
-        lr_decay = min(self.lr_decay_steps, self.steps - lr_warm_up)
-        return lr_warm_up, lr_decay, min(self.l1_warm_up_steps, self.steps)
+        lr_warm_up = self.in_steps(self.lr_warm_up_steps)
+        lr_decay = min(self.in_steps(self.lr_decay_steps), self.steps - lr_warm_up)
+        return lr_warm_up, lr_decay, self.in_steps(self.l1_warm_up_steps)
 
     def lr_factor(self, step: int) -> float:
         """Multiplier of `lr` for 0-based step `step`, as SAELens's constant scheduler with

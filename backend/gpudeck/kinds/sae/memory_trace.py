@@ -70,6 +70,7 @@ class TraceSpec:
     architecture: str = "standard"
     k: int = 1
     sparse_decoder: bool = True
+    topk_warm_up: bool = False  # trace the TopK warm-up's step (batchtopk, jumprelu)
 
 
 def spec_model_config(spec: TraceSpec) -> SaeConfig:
@@ -203,6 +204,7 @@ def trace(spec: TraceSpec) -> TraceResult:
     """Run `sae_model.train_step` TRACED_STEPS times on fake tensors; report the peak."""
     with _TRACE_LOCK, _allocator_rounding(spec.block_bytes), FakeTensorMode():
         model = build_sae(spec_model_config(spec))
+        model.topk_warm_up = spec.topk_warm_up
         dtype = model.W_enc.dtype
         buckets = (
             _emulate_ddp_reducer(model, as_view=spec.gradient_as_bucket_view) if spec.ddp else []

@@ -34,7 +34,8 @@ from gpudeck.kinds.sae.data import (
     activation_stats,
     open_source,
 )
-from gpudeck.kinds.sae.metrics import DeadLatents, MetricsTracker, mmcs
+from gpudeck.kinds.sae.heldout import evaluate, feature_recovery, split_heldout
+from gpudeck.kinds.sae.metrics import DeadLatents, MetricsTracker
 from gpudeck.kinds.sae.model import Sae, SaeOutput, train_step
 
 SAE_LENS_VERSION = "6.0.0"  # the cfg.json format we write (SAELens >= 6 reads it as is)
@@ -75,6 +76,8 @@ class _Run:
     first_bad: torch.Tensor  # see NO_BAD_STEP
     # Per-latent firing counts on this rank since the last checkpoint (sparsity.safetensors).
     fire_counts: torch.Tensor
+    # Rows kept out of training, raw, on the CPU; rank 0 only (heldout.evaluate).
+    heldout_rows: torch.Tensor | None
 
 
 def build_model(
@@ -109,6 +112,7 @@ def sae_lens_cfg(config: SaeConfig, model: Sae, scale: float) -> dict[str, Any]:
     scale is folded into the weights, so normalize_activations is "none", as SAELens writes
     after folding its own scaling factor."""
     dataset = config.dataset
+    lr_warm_up, lr_decay, l1_warm_up = config.schedule_lengths()
     dataset_path = dataset.path if isinstance(dataset, FileDataset) else "gpudeck:synthetic"
     metadata = {
         "sae_lens_version": SAE_LENS_VERSION,
@@ -139,12 +143,14 @@ def sae_lens_cfg(config: SaeConfig, model: Sae, scale: float) -> dict[str, Any]:
             "activation_scale": scale,
             "l1_coefficient": config.l1_coefficient,
             "lr": config.lr,
-            "lr_warm_up_steps": config.lr_warm_up_steps,
-            "lr_decay_steps": config.lr_decay_steps,
-            "l1_warm_up_steps": config.l1_warm_up_steps,
+            # In steps, as this run resolved them (the config may give shares of the run).
+            "lr_warm_up_steps": lr_warm_up,
+            "lr_decay_steps": lr_decay,
+            "l1_warm_up_steps": l1_warm_up,
+            "topk_warm_up_steps": config.topk_warm_up_length(),
             **({"k": config.k} if config.architecture in ("topk", "batchtopk") else {}),
             **(
-                {"l0_coefficient": config.l0_coefficient}
+                {"l0_coefficient": config.l0_coefficient_value}
                 if config.architecture == "jumprelu"
                 else {}
             ),
@@ -220,7 +226,8 @@ def _restore(
 
 
 def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
-    source = open_source(config, ctx.data_dir)
+    full_source = open_source(config, ctx.data_dir)
+    source, heldout = split_heldout(full_source, config.batch_size)
     stats = activation_stats(source, config)
     model = build_model(config, ctx.device, stats)
     step, position, ckpt = _restore(ctx, model, stats.scale)
@@ -246,7 +253,10 @@ def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
     )
     if ckpt is not None:
         tracker.restore(ckpt.state_tensors)
-    features = source.features if isinstance(source, SyntheticSource) else None
+    features = full_source.features if isinstance(full_source, SyntheticSource) else None
+    heldout_rows = None
+    if heldout is not None and ctx.is_main:
+        heldout_rows = heldout.rows(torch.arange(len(heldout)))
     first_bad = torch.tensor(NO_BAD_STEP, dtype=torch.int64, device=ctx.device)
     dead = None
     if config.architecture in ("topk", "batchtopk"):
@@ -254,7 +264,7 @@ def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
             config.d_sae,
             config.dead_window_steps,
             ctx.device,
-            min_frequency=config.dead_min_frequency,
+            min_frequency=config.dead_min_frequency_value,
             global_batch=config.batch_size,
         )
         if ckpt is not None:
@@ -277,6 +287,7 @@ def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
         step,
         first_bad,
         torch.zeros(config.d_sae, dtype=torch.float64, device=ctx.device),
+        heldout_rows,
     )
 
 
@@ -292,19 +303,32 @@ def lr_scheduler(
     return torch.optim.lr_scheduler.LambdaLR(optimizer, config.lr_factor, last_epoch=step - 1)
 
 
-def _report(ctx: TrainContext, run: _Run, batch: torch.Tensor, output: SaeOutput) -> None:
+def _report(
+    ctx: TrainContext, run: _Run, batch: torch.Tensor, output: SaeOutput, *, heldout: bool
+) -> None:
+    """The training batch's metrics (every rank: a collective); with `heldout` (at a
+    checkpoint) rank 0 adds the held-out rows' figures to the same report."""
     metrics = run.metrics.compute(run.step, batch, output, run.config.coefficient_name)
     if ctx.is_main:
         if run.true_features is not None:
-            metrics["mmcs"] = mmcs(run.true_features, run.model.W_dec)
+            metrics |= feature_recovery(run.true_features, run.model.W_dec)
+        if heldout:
+            metrics |= _heldout_metrics(ctx, run)
         ctx.report(run.step, metrics)
         ctx.progress(run.step, run.config.steps)
+
+
+def _heldout_metrics(ctx: TrainContext, run: _Run) -> dict[str, float]:
+    if run.heldout_rows is None:
+        return {}
+    chunk = max(1, run.loader.local_batch // 4)  # inside a training step's peak (heldout.py)
+    return evaluate(run.model, run.heldout_rows, scale=run.scale, chunk=chunk, device=ctx.device)
 
 
 def set_topk_warm_up(model: Sae, config: SaeConfig, step: int) -> None:
     """Before 0-based step `step`: TopK selection while it is inside the warm-up, and the
     switch at its end. By step, not by state, so a run resumed at the switch makes it too."""
-    warm_up = config.topk_warm_up_steps
+    warm_up = config.topk_warm_up_length()
     if warm_up and step == warm_up:
         model.end_topk_warm_up()
     model.topk_warm_up = step < warm_up
@@ -368,17 +392,20 @@ def train(ctx: TrainContext, config: SaeConfig) -> None:
             batch, output = _one_step(run, ctx.device)
             if run.step - start == PEAK_MEMORY_AFTER_STEPS:
                 ctx.report_peak_memory(run.step)
-            report_due = run.step % config.metrics_interval == 0 or run.step == config.steps
-            save_due = run.step % config.checkpoint_interval == 0
+            last = run.step == config.steps
+            report_due = run.step % config.metrics_interval == 0 or last
+            save_due = run.step % config.checkpoint_interval == 0 or last
             if report_due or save_due:
                 _check_finite(ctx, run, weights=save_due)
-            if report_due:
-                _report(ctx, run, batch, output)
+                # Every checkpoint gets a report, with the held-out figures of its weights.
+                _report(ctx, run, batch, output, heldout=save_due)
             if save_due:
                 _save(ctx, run)
             del batch, output  # free activations before the next step's forward
         _check_finite(ctx, run, weights=True)
-        if run.step > run.last_saved:  # the end, or a cancel: keep what was trained
+        if run.step > run.last_saved:  # a cancel: keep what was trained
+            if ctx.is_main and (figures := _heldout_metrics(ctx, run)):
+                ctx.report(run.step, figures)
             _save(ctx, run)
         ctx.report_peak_memory(run.step)
         ctx.progress(run.step, config.steps)

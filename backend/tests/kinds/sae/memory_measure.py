@@ -45,8 +45,8 @@ def clean_measurer() -> ProcessPoolExecutor:
     return ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_init_world_of_one)
 
 
-def measure(config_json: dict[str, Any], ddp: bool) -> int:
-    return measured_step_peak(SaeConfig.model_validate(config_json), ddp=ddp)
+def measure(config_json: dict[str, Any], ddp: bool, warm_up: bool = False) -> int:
+    return measured_step_peak(SaeConfig.model_validate(config_json), ddp=ddp, warm_up=warm_up)
 
 
 def allreduce_and_hold(
@@ -62,11 +62,13 @@ def allreduce_and_hold(
     return allreduce_hook(None, bucket)  # type: ignore[arg-type]
 
 
-def measured_step_peak(config: SaeConfig, *, ddp: bool) -> int:
-    """Live bytes at the peak of the 2nd real step, as the trainer builds and runs it."""
+def measured_step_peak(config: SaeConfig, *, ddp: bool, warm_up: bool = False) -> int:
+    """Live bytes at the peak of the 2nd real step, as the trainer builds and runs it;
+    `warm_up`: a step of the TopK warm-up (batchtopk, jumprelu)."""
     held: list[torch.Tensor] = []
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         model = build_model(config, CPU)
+        model.topk_warm_up = warm_up
         # No start-up broadcast: its flat copy of the weights is released by gloo's worker
         # thread when that thread drops the work last, and the profiler does not see frees on
         # that thread, so the copy would count as live for the rest of the run (about 1 run

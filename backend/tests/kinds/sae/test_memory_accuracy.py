@@ -34,8 +34,11 @@ def measurer() -> Iterator[ProcessPoolExecutor]:
         yield pool
 
 
-def measured_step_peak(pool: ProcessPoolExecutor, config: SaeConfig, *, ddp: bool) -> int:
-    return int(pool.submit(measure, config.model_dump(mode="json"), ddp).result(timeout=600))
+def measured_step_peak(
+    pool: ProcessPoolExecutor, config: SaeConfig, *, ddp: bool, warm_up: bool = False
+) -> int:
+    config_json = config.model_dump(mode="json")
+    return int(pool.submit(measure, config_json, ddp, warm_up).result(timeout=600))
 
 
 def _config(d_in: int, d_sae: int, batch: int, dtype: str, **extra: object) -> SaeConfig:
@@ -76,12 +79,16 @@ def test_estimate_covers_every_architecture(
     measurer: ProcessPoolExecutor, architecture: str, sparse_decoder: bool
 ) -> None:
     """Each architecture's own step (TopK's gather decoder or dense, AuxK with every latent
-    dead, BatchTopK's global threshold, JumpReLU's threshold parameter) is what is traced."""
+    dead, BatchTopK's global threshold, JumpReLU's threshold parameter) is what is traced,
+    and the TopK warm-up's step (BatchTopK's and JumpReLU's default): the higher of the two."""
     config = _config(
         256, 2048, 64, "float32", architecture=architecture, sparse_decoder=sparse_decoder
     )
     estimate = estimate_sae(config, 1, device_type="cpu")
     measured = measured_step_peak(measurer, config, ddp=True)
+    if config.topk_warm_up_length() > 0:
+        warm_up = measured_step_peak(measurer, config, ddp=True, warm_up=True)
+        measured = max(measured, warm_up)
     assert estimate.peak_step_bytes == pytest.approx(measured, rel=TOLERANCE)
 
 

@@ -17,10 +17,13 @@ INTERVALS = {"metrics_interval": 200, "checkpoint_interval": 100_000}
 
 
 def test_short_runs_keep_default_schedules_valid() -> None:
-    """The default warm-up and decay clip to the run, so a few-step default config is valid."""
+    """The default warm-up and decay are shares of the run, so a few-step default config is
+    valid and has the same shape (counts are clipped to the run)."""
     short = SaeConfig(steps=10)
-    assert short.schedule_lengths() == (10, 0, 0)
-    assert [short.lr_factor(s) for s in (0, 9)] == [0.1, 1.0]
+    assert short.schedule_lengths() == (0, 2, 0)
+    assert [short.lr_factor(s) for s in (0, 8, 9)] == [1.0, 1.0, 0.5]
+    counted = SaeConfig(steps=10, lr_warm_up_steps=100)
+    assert counted.schedule_lengths() == (10, 0, 0)
     full = SaeConfig()
     warm, decay, _ = full.schedule_lengths()
     assert warm + decay <= full.steps

@@ -44,7 +44,7 @@ def build_sae(config: SaeConfig) -> Sae:
             bandwidth=config.jumprelu_bandwidth,
             init_threshold=config.jumprelu_init_threshold,
             k=config.k,
-            warm_up=config.topk_warm_up_steps > 0,
+            warm_up=config.topk_warm_up_length() > 0,
             threshold_lr=config.batchtopk_threshold_lr,
             dtype=dtype,
         )
