@@ -80,7 +80,7 @@ def validate_config(kind_name: str, config: dict[str, Any], world_size: int) -> 
     return model.model_dump(mode="json")
 
 
-def _steps(kind_name: str, config: dict[str, Any]) -> int | None:
+def steps_of(kind_name: str, config: dict[str, Any]) -> int | None:
     kind = get_kind(kind_name)
     field = kind.steps_field if kind else None
     return int(config[field]) if field and field in config else None
@@ -350,7 +350,7 @@ def create_job(
         node=node,
         world_size=spec.world_size,
         status=JobStatus.queued,
-        progress_total=_steps(spec.kind, config),
+        progress_total=steps_of(spec.kind, config),
         estimate_bytes_per_device=estimate,
         priority=spec.priority,
         time_limit_s=time_limit,

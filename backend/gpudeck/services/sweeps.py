@@ -10,17 +10,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
+from gpudeck.engine.kinds import get_kind
 from gpudeck.models import Job, JobMetric, JobStatus, Sweep
 from gpudeck.schemas.failure import failure_cause
 from gpudeck.schemas.jobs import Progress
 from gpudeck.schemas.sweeps import SweepCreate, SweepMember, SweepPublic
-from gpudeck.services import job_state, queue_actions
+from gpudeck.services import job_state, queue, queue_actions
 from gpudeck.services import jobs as job_service
-from gpudeck.services.errors import DomainError, InvalidInput, NotFound, TooLarge
+from gpudeck.services.errors import Conflict, DomainError, InvalidInput, NotFound, TooLarge
 from gpudeck.services.placement import Readings
+from gpudeck.services.submit_checks import check_kind_inputs
 from gpudeck.services.sweep_params import TooManyMembers, members, with_values
 
 
@@ -40,7 +42,7 @@ def expand(spec: SweepCreate) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     for index, chosen in enumerate(values):
         config = with_values(spec.job.config, chosen)
         try:
-            job_service.validate_config(spec.job.kind, config, spec.job.world_size)
+            config = job_service.validate_config(spec.job.kind, config, spec.job.world_size)
         except InvalidInput as exc:
             raise _of_member(exc, index, chosen) from None
         out.append((chosen, config))
@@ -70,10 +72,30 @@ def create_sweep(
     read_live: Callable[[], Readings | None] = lambda: None,
     data_dir: Path | None = None,
 ) -> Sweep:
-    """The sweep and all its members, or nothing (the caller's transaction)."""
+    """The sweep and all its members, or nothing (the caller's transaction).
+
+    One submit path: the member with the largest memory estimate goes through every check of
+    a single submit (services/jobs.create_job: placement, devices that can never hold it, host
+    memory, scheduling, quota) in a savepoint, then the first member for real; the others,
+    whose configs and inputs are checked each, share its placement and are inserted at once
+    (1,000 members through create_job each took 6 s)."""
     if not spec.job.queue:
         raise InvalidInput([("job.queue", "a sweep's members wait for their turn: queue true")])
     planned = expand(spec)
+    kind = get_kind(spec.job.kind)
+    assert kind is not None  # expand validated every config against it
+    world_size = spec.job.world_size
+    estimates = [
+        job_service.estimate_bytes_per_device(spec.job.kind, config, world_size)
+        for _, config in planned
+    ]
+    if data_dir is not None and not spec.job.depends_on:
+        for index, (chosen, config) in enumerate(planned):
+            try:
+                check_kind_inputs(kind, kind.config_model.model_validate(config), data_dir)
+            except InvalidInput as exc:
+                raise _of_member(exc, index, chosen) from None
+    _check_queued_quota(session, owner.owner, len(planned))
     name = spec.name or f"{spec.job.kind}-sweep"
     sweep = Sweep(
         name=name,
@@ -85,12 +107,15 @@ def create_sweep(
     session.add(sweep)
     session.flush()
     width = len(str(len(planned) - 1))
-    for index, (chosen, config) in enumerate(planned):
-        member_spec = spec.job.model_copy(
-            update={"config": config, "name": f"{name}-{index:0{width}d}"}
-        )
+
+    def member_name(index: int) -> str:
+        return f"{name}-{index:0{width}d}"
+
+    def submit(index: int) -> Job:
+        chosen, config = planned[index]
+        member_spec = spec.job.model_copy(update={"config": config, "name": member_name(index)})
         try:
-            job = job_service.create_job(
+            return job_service.create_job(
                 session,
                 member_spec,
                 owner=owner,
@@ -98,14 +123,69 @@ def create_sweep(
                 data_dir=data_dir,
                 may_start_now=False,
             )
-        except InvalidInput as exc:  # a member that could never fit, a missing input...
+        except InvalidInput as exc:  # it could never fit a device, ...
             raise _of_member(exc, index, chosen) from None
         except DomainError as exc:
             exc.message = f"member {index} ({_shown(chosen)}): {exc.message}"
             raise
-        job.sweep_id, job.sweep_index, job.sweep_params = sweep.id, index, chosen
+
+    # The largest member through every check, undone; then the first for real, so that the
+    # members' ids (the queue's tie-break) follow their indices.
+    worst = max(range(len(planned)), key=lambda i: estimates[i] or 0)
+    if worst != 0:
+        probe = session.begin_nested()
+        submit(worst)
+        probe.rollback()
+    template = submit(0)
+    template.sweep_id, template.sweep_index, template.sweep_params = sweep.id, 0, planned[0][0]
+    shared = {column: getattr(template, column) for column in _PLACEMENT}
+    rows = [
+        {
+            **shared,
+            "name": member_name(index),
+            "config": config,
+            "estimate_bytes_per_device": estimates[index],
+            "progress_total": job_service.steps_of(spec.job.kind, config),
+            "sweep_id": sweep.id,
+            "sweep_index": index,
+            "sweep_params": chosen,
+        }
+        for index, (chosen, config) in enumerate(planned)
+        if index != 0
+    ]
+    if rows:
+        session.execute(insert(Job), rows)
     session.flush()
     return sweep
+
+
+# What every member shares with the one that went through a single submit's checks.
+_PLACEMENT = (
+    "kind",
+    "owner",
+    "node",
+    "world_size",
+    "status",
+    "priority",
+    "time_limit_s",
+    "depends_on",
+    "preemptible",
+    "held",
+    "requested_devices",
+    "requested_nodes",
+    "spread_nodes",
+    "devices_per_node",
+)
+
+
+def _check_queued_quota(session: Session, owner: str, members: int) -> None:
+    most = queue.quota_of(session, owner).max_queued_jobs
+    if most is not None and queue.queued_count(session, owner) + members > most:
+        raise Conflict(
+            message=f"quota: {owner} may have {most} jobs queued; this sweep has {members}",
+            field="parameters",
+            code="quota_exceeded",
+        )
 
 
 def get_sweep(session: Session, sweep_id: int) -> Sweep:
