@@ -7,6 +7,7 @@ import { dirname, join } from "node:path";
 import { frontendDir, installExampleKind, launchBrowser, pythonPathWith, repoDir, startServer, waitFor } from "./lib.mjs";
 import { kindsTests, runAgainTests, SCRIPT_ENV } from "./kinds.mjs";
 import { mapCodeRoot, mapTests } from "./map.mjs";
+import { phoneTests } from "./phone.mjs";
 import { queueTests } from "./queue.mjs";
 
 const shotsDir = process.env.E2E_SCREENSHOTS === "1" ? join(repoDir, "docs/img") : join(frontendDir, "test-results");
@@ -389,6 +390,7 @@ async function main() {
     await mapTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
     await kindsTests({ test, page, server, url, shot, codeRoot: code.dir, jobTimeoutMs: JOB_TIMEOUT_MS });
     await runAgainTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
+    await phoneTests({ test, page, server, url, jobTimeoutMs: JOB_TIMEOUT_MS });
 
     await test("no uncaught errors in the page", async () => {
       if (consoleErrors.length > 0) throw new Error(consoleErrors.join("\n"));
