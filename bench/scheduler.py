@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -96,7 +97,11 @@ def _waiting_job(rng: random.Random, i: int, across: float) -> Waiting:
 
 
 def bench_pass(
-    waiting_n: int, repeats: int, across: float = 0.0, preemptible: bool = False
+    waiting_n: int,
+    repeats: int,
+    across: float = 0.0,
+    preemptible: bool = False,
+    sweep: int = 0,
 ) -> None:
     rng = random.Random(3)
     busy = {(d.node, d.uuid): 1 for d in devices()}  # every device held: all wait
@@ -110,6 +115,10 @@ def bench_pass(
         if j != 1
     ]
     waiting = [_waiting_job(rng, i, across) for i in range(waiting_n)]
+    # `sweep`: that many of them are one sweep's members, 8 of which may run at once.
+    waiting[:sweep] = [
+        dataclasses.replace(w, sweep=1, sweep_max_parallel=8) for w in waiting[:sweep]
+    ]
     usage = {f"u{i}": rng.random() * 1e5 for i in range(8)}
 
     def timed(policy: Policy, explain: bool) -> float:
@@ -143,6 +152,7 @@ def bench_pass(
         f"one pass, {waiting_n} waiting jobs ({across:.0%} across nodes), "
         f"{NODES * PER_NODE} devices on {NODES} nodes"
         + (f", {NODES} held by preemptible jobs" if preemptible else "")
+        + (f", {sweep} of them one sweep's members" if sweep else "")
     )
     for name, values in times.items():
         med = statistics.median(values)
@@ -638,6 +648,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--across", type=float, default=0.0, help="share of jobs across nodes")
     p.add_argument("--preemptible", action="store_true", help="a preemptible job on each node")
+    p.add_argument("--sweep", type=int, default=0, help="this many are one sweep's members")
     t = sub.add_parser("trace")
     t.add_argument("--jobs", type=int, default=800)
     t.add_argument("--seed", type=int, default=1)
@@ -656,7 +667,7 @@ def main() -> None:
     w.add_argument("--runs", type=int, default=12)
     args = parser.parse_args()
     if args.what == "pass":
-        bench_pass(args.waiting, args.repeats, args.across, args.preemptible)
+        bench_pass(args.waiting, args.repeats, args.across, args.preemptible, args.sweep)
     elif args.what == "trace":
         bench_trace(args.jobs, args.seed)
     elif args.what == "expect":
