@@ -9,6 +9,8 @@ import { JobDetail } from "./pages/JobDetail";
 import { Jobs } from "./pages/Jobs";
 import { NewJob } from "./pages/NewJob";
 import { Queue } from "./pages/Queue";
+import { Sweep } from "./pages/Sweep";
+import { Sweeps } from "./pages/Sweeps";
 
 function Header({ user, signOut }: { user: User; signOut: () => void }) {
   const telemetry = useTelemetryContext();
@@ -24,6 +26,7 @@ function Header({ user, signOut }: { user: User; signOut: () => void }) {
         </NavLink>
         <NavLink to="/jobs">Jobs</NavLink>
         <NavLink to="/queue">Queue</NavLink>
+        <NavLink to="/sweeps">Sweeps</NavLink>
         <NavLink to="/new">New job</NavLink>
       </nav>
       <ConnectionIndicator telemetry={telemetry} />
@@ -58,6 +61,8 @@ export function App({ client }: { client: QueryClient }) {
                   <Route path="/jobs/:id" element={<JobDetail />} />
                   <Route path="/new" element={<NewJob />} />
                   <Route path="/queue" element={<Queue />} />
+                  <Route path="/sweeps" element={<Sweeps />} />
+                  <Route path="/sweeps/:id" element={<Sweep />} />
                   <Route path="*" element={<NotFound />} />
                 </Routes>
               </main>

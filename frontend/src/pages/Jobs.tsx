@@ -4,6 +4,7 @@ import type { Job } from "../client/types";
 import { JobFilterBar } from "../components/JobFilterBar";
 import { ProgressBar } from "../components/ProgressBar";
 import { StatusBadge } from "../components/StatusBadge";
+import { SweepBadge } from "../components/sweep/SweepBadge";
 import { useJobs } from "../hooks/queries";
 import { formatAge, formatDuration } from "../lib/format";
 import { applyFilter, exitReason, filterFromParams, filterToParams, isFiltered } from "../lib/jobFilters";
@@ -25,6 +26,7 @@ function JobRow({ job }: { job: Job }) {
         <Link to={`/jobs/${job.id}`}>
           #{job.id} {job.name ?? job.kind}
         </Link>
+        <SweepBadge job={job} />
       </td>
       <td>
         <StatusBadge status={job.status} devices={job.devices} />

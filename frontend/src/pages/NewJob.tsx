@@ -8,17 +8,20 @@ import { DevicePicker } from "../components/newJob/DevicePicker";
 import { EstimatePanel } from "../components/newJob/EstimatePanel";
 import { JobIdentity } from "../components/newJob/JobIdentity";
 import { Scheduling } from "../components/newJob/Scheduling";
+import { SweepSection } from "../components/newJob/SweepSection";
 import { useFollowUp, useJobById, useKind, useKinds } from "../hooks/queries";
 import { useJobFormValues } from "../hooks/useJobFormValues";
 import { useJobSubmission } from "../hooks/useJobSubmission";
 import { runAgainNote, useRunAgain } from "../hooks/useRunAgain";
 import { usePlacement } from "../hooks/usePlacement";
 import { useScheduling } from "../hooks/useScheduling";
+import { useSweepForm } from "../hooks/useSweepForm";
 import { useTelemetryContext } from "../hooks/TelemetryContext";
-import { batchSplitError } from "../lib/jobForm";
-import type { FieldValue } from "../lib/schemaForm";
+import { batchSplitError, isActive } from "../lib/jobForm";
+import { allFields, type FieldValue } from "../lib/schemaForm";
 import { isSchedulingError, schedulingErrors } from "../lib/scheduling";
 import { startBlocker } from "../lib/startBlocker";
+import { sweepable } from "../lib/sweep/sweepForm";
 
 const DEFAULT_KIND = "sae";
 
@@ -51,6 +54,10 @@ export function NewJob() {
   useRunAgain(source.data, kind, { setName, setCount, setNodes, setSelected });
   const submission = useJobSubmission();
   const scheduling = useScheduling();
+  // "Sweep" (/new?sweep=1 opens it ticked): one job per combination of the values given
+  const fields = useMemo(() => allFields(form.groups), [form.groups]);
+  const specs = useMemo(() => new Map(fields.map((f) => [f.path, f])), [fields]);
+  const sweep = useSweepForm(params.get("sweep") === "1", specs);
   const dependsOn = followUp.data?.depends_on.join(", ") ?? "";
   const { setField: setSchedulingField } = scheduling;
   useEffect(() => {
@@ -74,7 +81,12 @@ export function NewJob() {
   const taken = useMemo(() => new Map(conflict?.busy.map((b) => [deviceKey(b), b.held_by_job_id]) ?? []), [conflict]);
   const batchField = kindInfo.data?.batch_size_field;
   const splitError = batchSplitError(form.config, batchField, worldSize);
-  const errors = { ...placement.estimateErrors, ...(splitError ? { [`config.${batchField}`]: splitError } : {}), ...submission.errors };
+  const errors = {
+    ...placement.estimateErrors,
+    ...(splitError ? { [`config.${batchField}`]: splitError } : {}),
+    ...submission.errors,
+    ...sweep.errors.job,
+  };
   const selectedDevices = devices.filter((d) => selected.has(deviceKey(d)));
   // A count over several nodes (`nodes` in the API): only while no device is ticked, and only
   // on a lab of several nodes (the picker offers it there alone).
@@ -83,7 +95,8 @@ export function NewJob() {
   const nodesError =
     spreadNodes !== null && count % spreadNodes !== 0 ? `${count} devices do not split evenly over ${spreadNodes} nodes` : null;
   const canWait = scheduling.body.queue !== false;
-  const blocker = nodesError ?? startBlocker({ selected: selectedDevices, taken, canWait, count, ...placement });
+  const sweepBlocker = sweep.on && sweep.count === 0 ? "Give the sweep a field and its values." : null;
+  const blocker = nodesError ?? sweepBlocker ?? startBlocker({ selected: selectedDevices, taken, canWait, count, ...placement });
   const selectedFree = selectedDevices.map((d) => d.memory_free_bytes).filter((free): free is number => typeof free === "number");
 
   const onField = (path: string, value: FieldValue) => {
@@ -95,14 +108,17 @@ export function NewJob() {
     event.preventDefault();
     if (blocker || !scheduling.valid) return; // the scheduling message is beside its field
     const devicesBody = selectedDevices.map((d) => ({ node: d.node, uuid: d.uuid }));
-    submission.submit({
+    const body = {
       kind,
       config: form.config,
       ...(devicesBody.length > 0 ? { devices: devicesBody } : { count, ...(spreadNodes !== null ? { nodes: spreadNodes } : {}) }),
       ...(name.trim() ? { name: name.trim() } : {}),
       ...scheduling.body,
-    });
+    };
+    if (sweep.on) sweep.submit(body);
+    else submission.submit(body);
   };
+  const pending = submission.pending || sweep.pending;
   const topErrors = Object.entries(errors).filter(([k]) => !k.startsWith("config") && k !== "name" && !isSchedulingError(k));
 
   return (
@@ -178,6 +194,7 @@ export function NewJob() {
             onChange={scheduling.setField}
             errors={{ ...schedulingErrors(submission.errors), ...scheduling.errors }}
           />
+          <SweepSection sweep={sweep} fields={fields.filter((f) => sweepable(f) && isActive(f, form.values))} />
           {conflict && <Conflict detail={conflict} />}
           {topErrors.map(([k, msg]) => (
             <p key={k} className="field-error" role="alert">
@@ -185,13 +202,14 @@ export function NewJob() {
             </p>
           ))}
           {submission.otherError && <p className="banner error">{submission.otherError}</p>}
-          {blocker && blocker !== placement.recommendation?.message && blocker !== nodesError && (
+          {sweep.otherError && <p className="banner error">{sweep.otherError}</p>}
+          {blocker && blocker !== placement.recommendation?.message && blocker !== nodesError && blocker !== sweepBlocker && (
             <p className="muted small" data-testid="start-blocked">
               {blocker}
             </p>
           )}
-          <button type="submit" className="button primary wide" disabled={submission.pending || blocker !== null} data-testid="submit">
-            {submission.pending ? "Submitting…" : "Start job"}
+          <button type="submit" className="button primary wide" disabled={pending || blocker !== null} data-testid="submit">
+            {pending ? "Submitting…" : sweep.on ? `Start sweep · ${sweep.count} member${sweep.count === 1 ? "" : "s"}` : "Start job"}
           </button>
         </div>
       </div>

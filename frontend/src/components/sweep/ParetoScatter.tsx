@@ -1,0 +1,226 @@
+/**
+ * Two summary metrics of a sweep's members on one canvas, the Pareto frontier drawn through the
+ * members on it (highlighted). One canvas and one set of listeners for any number of members:
+ * hovering names the nearest point, clicking it opens that member's job. Its draw time is kept
+ * as data-draw-ms and as the performance measure "sweep-scatter-draw".
+ */
+import { useEffect, useMemo, useRef, useState } from "react";
+import { Link } from "react-router-dom";
+import { axisOf, tickText, toPixel, type Axis } from "../../lib/sweep/scale";
+
+export interface ScatterPoint {
+  jobId: number;
+  x: number;
+  y: number;
+  /** "#3 k=8" */
+  label: string;
+}
+
+interface Props {
+  points: ScatterPoint[];
+  /** indices into points, along the frontier */
+  frontier: number[];
+  xLabel: string;
+  yLabel: string;
+  onOpen: (jobId: number) => void;
+  /** a frontier member's figures, beside its link */
+  describe: (point: ScatterPoint) => string;
+  height?: number;
+}
+
+const MARGIN = { left: 58, right: 14, top: 12, bottom: 38 };
+const HIT_PX = 8;
+
+interface Frame {
+  width: number;
+  height: number;
+  x: Axis;
+  y: Axis;
+  px: (v: number) => number;
+  py: (v: number) => number;
+}
+
+export function frameOf(points: ScatterPoint[], width: number, height: number): Frame {
+  const x = axisOf(points.map((p) => p.x));
+  const y = axisOf(points.map((p) => p.y));
+  return {
+    width,
+    height,
+    x,
+    y,
+    px: (v) => toPixel(x, v, MARGIN.left, width - MARGIN.right),
+    py: (v) => toPixel(y, v, height - MARGIN.bottom, MARGIN.top),
+  };
+}
+
+function colors(el: Element) {
+  const style = getComputedStyle(el);
+  const read = (name: string, fallback: string) => style.getPropertyValue(name).trim() || fallback;
+  return { accent: read("--accent", "#4f7cff"), muted: read("--muted", "#6b7280"), border: read("--border", "#e1e4ea") };
+}
+
+function drawAxes(ctx: CanvasRenderingContext2D, f: Frame, c: ReturnType<typeof colors>, labels: [string, string]) {
+  ctx.strokeStyle = c.border;
+  ctx.fillStyle = c.muted;
+  ctx.lineWidth = 1;
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.beginPath();
+  for (const t of f.x.ticks) {
+    const x = Math.round(f.px(t)) + 0.5;
+    ctx.moveTo(x, MARGIN.top);
+    ctx.lineTo(x, f.height - MARGIN.bottom);
+  }
+  for (const t of f.y.ticks) {
+    const y = Math.round(f.py(t)) + 0.5;
+    ctx.moveTo(MARGIN.left, y);
+    ctx.lineTo(f.width - MARGIN.right, y);
+  }
+  ctx.stroke();
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  for (const t of f.x.ticks) ctx.fillText(tickText(t), f.px(t), f.height - MARGIN.bottom + 4);
+  ctx.fillText(labels[0], (MARGIN.left + f.width - MARGIN.right) / 2, f.height - 16);
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  for (const t of f.y.ticks) ctx.fillText(tickText(t), MARGIN.left - 6, f.py(t));
+  ctx.save();
+  ctx.translate(12, (MARGIN.top + f.height - MARGIN.bottom) / 2);
+  ctx.rotate(-Math.PI / 2);
+  ctx.textAlign = "center";
+  ctx.fillText(labels[1], 0, 0);
+  ctx.restore();
+}
+
+function draw(canvas: HTMLCanvasElement, f: Frame, points: ScatterPoint[], frontier: number[], labels: [string, string]): void {
+  const ctx = canvas.getContext("2d");
+  if (!ctx) return;
+  const ratio = window.devicePixelRatio || 1;
+  canvas.width = Math.round(f.width * ratio);
+  canvas.height = Math.round(f.height * ratio);
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  ctx.clearRect(0, 0, f.width, f.height);
+  const c = colors(canvas);
+  drawAxes(ctx, f, c, labels);
+  // every member: one path, one fill
+  ctx.fillStyle = c.muted;
+  ctx.globalAlpha = 0.55;
+  ctx.beginPath();
+  for (const p of points) {
+    const x = f.px(p.x);
+    const y = f.py(p.y);
+    ctx.moveTo(x + 3, y);
+    ctx.arc(x, y, 3, 0, 2 * Math.PI);
+  }
+  ctx.fill();
+  ctx.globalAlpha = 1;
+  // the frontier: a line through its members, each ringed
+  ctx.strokeStyle = c.accent;
+  ctx.fillStyle = c.accent;
+  ctx.lineWidth = 2;
+  ctx.beginPath();
+  frontier.forEach((i, n) => {
+    const p = points[i] as ScatterPoint;
+    if (n === 0) ctx.moveTo(f.px(p.x), f.py(p.y));
+    else ctx.lineTo(f.px(p.x), f.py(p.y));
+  });
+  ctx.stroke();
+  ctx.beginPath();
+  for (const i of frontier) {
+    const p = points[i] as ScatterPoint;
+    ctx.moveTo(f.px(p.x) + 5, f.py(p.y));
+    ctx.arc(f.px(p.x), f.py(p.y), 5, 0, 2 * Math.PI);
+  }
+  ctx.fill();
+}
+
+/** The point nearest (x, y) in pixels, within HIT_PX, or null. */
+function nearest(f: Frame, points: ScatterPoint[], x: number, y: number): number | null {
+  let best: number | null = null;
+  let bestD = HIT_PX * HIT_PX;
+  points.forEach((p, i) => {
+    const d = (f.px(p.x) - x) ** 2 + (f.py(p.y) - y) ** 2;
+    if (d <= bestD) {
+      bestD = d;
+      best = i;
+    }
+  });
+  return best;
+}
+
+export function ParetoScatter({ points, frontier, xLabel, yLabel, onOpen, describe, height = 340 }: Props) {
+  const host = useRef<HTMLDivElement>(null);
+  const canvas = useRef<HTMLCanvasElement>(null);
+  const [width, setWidth] = useState(640);
+  const [hover, setHover] = useState<number | null>(null);
+  const frame = useMemo(() => frameOf(points, width, height), [points, width, height]);
+
+  useEffect(() => {
+    const el = host.current;
+    if (!el || typeof ResizeObserver === "undefined") return;
+    const observer = new ResizeObserver(() => setWidth(Math.max(240, Math.floor(el.clientWidth))));
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, []);
+
+  useEffect(() => {
+    const el = canvas.current;
+    if (!el) return;
+    const started = performance.now();
+    draw(el, frame, points, frontier, [xLabel, yLabel]);
+    const ms = performance.now() - started;
+    el.dataset.drawMs = ms.toFixed(2);
+    performance.measure?.("sweep-scatter-draw", { start: started, duration: ms });
+  }, [frame, points, frontier, xLabel, yLabel]);
+
+  const at = (event: React.MouseEvent<HTMLCanvasElement>) => {
+    const box = event.currentTarget.getBoundingClientRect();
+    return nearest(frame, points, event.clientX - box.left, event.clientY - box.top);
+  };
+  const hovered = hover !== null ? points[hover] : undefined;
+  return (
+    <div ref={host} className="scatter" data-testid="sweep-scatter">
+      <canvas
+        ref={canvas}
+        role="img"
+        aria-label={`${yLabel} against ${xLabel}: ${points.length} members, ${frontier.length} on the Pareto frontier`}
+        style={{ width: frame.width, height: frame.height, cursor: hovered ? "pointer" : "default" }}
+        data-points={points.length}
+        data-frontier={frontier.length}
+        onMouseMove={(e) => setHover(at(e))}
+        onMouseLeave={() => setHover(null)}
+        onClick={(e) => {
+          const i = at(e);
+          if (i !== null) onOpen((points[i] as ScatterPoint).jobId);
+        }}
+      />
+      {hovered && (
+        <div className="scatter-tip small" style={{ left: frame.px(hovered.x) + 10, top: frame.py(hovered.y) - 10 }}>
+          {hovered.label} · {tickText(hovered.x)}, {tickText(hovered.y)}
+        </div>
+      )}
+      {frontier.length > 0 && (
+        // the frontier's members as links, in frontier order, with their points' pixels on the canvas
+        <ol className="frontier-list small" data-testid="frontier-list">
+          {frontier.map((i) => {
+            const p = points[i] as ScatterPoint;
+            return (
+              <li key={p.jobId}>
+                <Link
+                  to={`/jobs/${p.jobId}`}
+                  data-testid="frontier-point"
+                  data-x={p.x}
+                  data-y={p.y}
+                  data-px={frame.px(p.x).toFixed(1)}
+                  data-py={frame.py(p.y).toFixed(1)}
+                >
+                  {p.label}
+                </Link>{" "}
+                <span className="muted">{describe(p)}</span>
+              </li>
+            );
+          })}
+        </ol>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,65 @@
+/** Sweeps through TanStack Query: the list, one sweep (polled until every member ended), actions. */
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { api, unwrap } from "../client/api";
+import type { Sweep, SweepCreate } from "../client/sweepTypes";
+import { isTerminal, type JobStatus } from "../client/types";
+
+export const sweepKeys = {
+  all: ["sweeps"] as const,
+  one: (id: number) => ["sweeps", id] as const,
+};
+
+/** Whether every member has ended (nothing left to poll for). */
+export function sweepEnded(sweep: Pick<Sweep, "members">): boolean {
+  return sweep.members.every((m) => isTerminal(m.status as JobStatus));
+}
+
+export function useSweeps(intervalMs = 3000) {
+  return useQuery({
+    queryKey: sweepKeys.all,
+    queryFn: () => unwrap(api.GET("/api/sweeps", { params: { query: { limit: 200 } } })),
+    refetchInterval: intervalMs,
+  });
+}
+
+/** One sweep with its members; re-read every `intervalMs` while any member has not ended. */
+export function useSweep(id: number | null, intervalMs: number | false = 2000) {
+  return useQuery({
+    queryKey: sweepKeys.one(id ?? 0),
+    queryFn: () => unwrap(api.GET("/api/sweeps/{sweep_id}", { params: { path: { sweep_id: id ?? 0 } } })),
+    enabled: id !== null,
+    refetchInterval: (query) => (intervalMs !== false && query.state.data && !sweepEnded(query.state.data) ? intervalMs : false),
+  });
+}
+
+export type SweepAction = "cancel" | "hold" | "release";
+
+function act(id: number, action: SweepAction) {
+  const params = { params: { path: { sweep_id: id } } };
+  if (action === "hold") return unwrap(api.POST("/api/sweeps/{sweep_id}/hold", params));
+  if (action === "release") return unwrap(api.POST("/api/sweeps/{sweep_id}/release", params));
+  return unwrap(api.POST("/api/sweeps/{sweep_id}/cancel", params));
+}
+
+/** Cancel, hold or release every member; the sweep, the list, the jobs and the queue refresh. */
+export function useSweepAction(id: number) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (action: SweepAction) => act(id, action),
+    onSuccess: (sweep) => {
+      client.setQueryData(sweepKeys.one(id), sweep);
+      for (const key of [sweepKeys.all, ["jobs"], ["queue"]]) void client.invalidateQueries({ queryKey: key });
+    },
+  });
+}
+
+export function useCreateSweep() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: SweepCreate) => unwrap(api.POST("/api/sweeps", { body })),
+    onSuccess: () => {
+      void client.invalidateQueries({ queryKey: sweepKeys.all });
+      void client.invalidateQueries({ queryKey: ["jobs"] });
+    },
+  });
+}

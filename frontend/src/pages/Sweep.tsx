@@ -1,0 +1,96 @@
+import { useMemo, useState } from "react";
+import { Link, useParams } from "react-router-dom";
+import type { Sweep as SweepData } from "../client/sweepTypes";
+import { FrontierCard, type MetricOption } from "../components/sweep/FrontierCard";
+import { MemberCurves } from "../components/sweep/MemberCurves";
+import { MembersTable } from "../components/sweep/MembersTable";
+import { ConfirmButton } from "../components/queue/ConfirmButton";
+import { useKind } from "../hooks/queries";
+import { sweepEnded, useSweep, useSweepAction } from "../hooks/useSweeps";
+import { formatAge, formatBytes } from "../lib/format";
+import { memberColumns, parameterPaths } from "../lib/sweep/members";
+import { CountsText } from "./Sweeps";
+
+function Actions({ sweep }: { sweep: SweepData }) {
+  const action = useSweepAction(sweep.id);
+  const waiting = (sweep.counts["queued"] ?? 0) > 0;
+  const ended = sweepEnded(sweep);
+  return (
+    <div className="page-tools">
+      {action.error && (
+        <span className="field-error" role="alert">
+          {action.error.message}
+        </span>
+      )}
+      <button type="button" className="button small" disabled={!waiting || action.isPending} onClick={() => action.mutate("hold")}>
+        Hold
+      </button>
+      <button type="button" className="button small" disabled={!waiting || action.isPending} onClick={() => action.mutate("release")}>
+        Release
+      </button>
+      <ConfirmButton
+        label="Cancel sweep"
+        question={`Cancel every member of sweep #${sweep.id} that has not ended?`}
+        confirmLabel="Cancel them"
+        onConfirm={() => action.mutate("cancel")}
+        disabled={ended || action.isPending}
+        testId="cancel-sweep"
+      />
+    </div>
+  );
+}
+
+/**
+ * A sweep: its members (sortable, filtered by status, exported), the curves of the members
+ * ticked, and two summary metrics with their Pareto frontier; re-read until every member ended.
+ */
+export function Sweep() {
+  const id = Number(useParams().id);
+  const sweep = useSweep(Number.isInteger(id) && id > 0 ? id : null);
+  const kind = useKind(sweep.data?.kind ?? "");
+  const [ticked, setTicked] = useState<ReadonlySet<number>>(new Set());
+  const summary = useMemo<MetricOption[]>(
+    () => (kind.data?.summary_metrics ?? []).map((s) => ({ name: s.metric, label: s.label })),
+    [kind.data],
+  );
+  const curveMetrics = useMemo<MetricOption[]>(() => {
+    const all = [...summary, ...(kind.data?.charts ?? []).flatMap((c) => c.series.map((s) => ({ name: s.metric, label: s.label })))];
+    return all.filter((m, i) => all.findIndex((o) => o.name === m.name) === i);
+  }, [summary, kind.data]);
+  const columns = useMemo(() => (sweep.data ? memberColumns(parameterPaths(sweep.data), summary) : []), [sweep.data, summary]);
+  if (sweep.error) return <div className="page banner error">{sweep.error.message}</div>;
+  if (!sweep.data) return <div className="page muted">Loading sweep #{id}…</div>;
+  const data = sweep.data;
+  const onTick = (jobId: number, on: boolean) => {
+    const next = new Set(ticked);
+    if (on) next.add(jobId);
+    else next.delete(jobId);
+    setTicked(next);
+  };
+  return (
+    <div className="page" data-testid="sweep-page" data-ended={sweepEnded(data)}>
+      <div className="page-head">
+        <h1>
+          Sweep #{data.id} {data.name}
+        </h1>
+        <Actions sweep={data} />
+      </div>
+      <div className="card facts-line">
+        <span>
+          {data.members.length} {data.kind} members
+        </span>
+        <CountsText counts={data.counts} />
+        <span className="muted">at most {data.max_parallel ?? "any number"} at once</span>
+        {data.largest_estimate_bytes !== null && (
+          <span className="muted">largest member {formatBytes(data.largest_estimate_bytes)} per device</span>
+        )}
+        <span className="muted" title={data.created_at}>
+          {data.owner}, {formatAge(data.created_at)} ago · <Link to="/sweeps">all sweeps</Link>
+        </span>
+      </div>
+      {kind.data && summary.length > 0 && <FrontierCard key={data.kind} sweep={data} metrics={summary} />}
+      {kind.data && <MemberCurves sweep={data} ticked={ticked} metrics={curveMetrics} />}
+      <MembersTable sweep={data} columns={columns} ticked={ticked} onTick={onTick} />
+    </div>
+  );
+}
