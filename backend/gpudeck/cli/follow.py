@@ -18,9 +18,16 @@ from gpudeck.cli import map_ranks
 from gpudeck.cli.http import err_console, request
 
 POLL_S = 1.0
-TERMINAL = ("succeeded", "failed", "cancelled", "lost", "timeout")
+TERMINAL = ("succeeded", "failed", "cancelled", "lost", "timeout", "stopped_early")
 # 0 only for success, so `gpudeck submit --wait && next-step` does what it says.
-EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": 2, "lost": 3, "timeout": 4}
+EXIT_CODES = {
+    "succeeded": 0,
+    "failed": 1,
+    "cancelled": 2,
+    "lost": 3,
+    "timeout": 4,
+    "stopped_early": 5,
+}
 SUMMARY_METRICS = 3
 PIPED_STEPS = 10  # piped, a line at each tenth of the steps
 

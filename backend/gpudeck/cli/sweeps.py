@@ -21,7 +21,7 @@ from gpudeck.cli.http import (
 
 sweep_app = typer.Typer(no_args_is_help=True, help="Sweeps: many jobs from one spec, compared.")
 SweepArg = Annotated[int, typer.Argument(min=1, help="the sweep's id")]
-ENDED = {"succeeded", "failed", "cancelled", "lost", "timeout"}
+ENDED = {"succeeded", "failed", "cancelled", "lost", "timeout", "stopped_early"}
 
 
 def parse_value(text: str) -> Any:

@@ -35,6 +35,7 @@ class JobStatus(enum.StrEnum):
     cancelled = "cancelled"
     lost = "lost"
     timeout = "timeout"  # its time limit was reached: stopped with a final checkpoint
+    stopped_early = "stopped_early"  # its sweep's early-stopping rule ended it (checkpointed)
 
 
 _STATUSES = ", ".join(f"'{s.value}'" for s in JobStatus)
@@ -74,6 +75,8 @@ class Job(Base):
     progress_rate: Mapped[float | None] = mapped_column(Float)
     error: Mapped[str | None] = mapped_column(Text)
     cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Its sweep's early-stopping rule asked it to stop: the cancel then ends it stopped_early.
+    early_stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # The outbox: when the run task was last handed to the broker. A queued job with none (the
     # broker was down) or an old one (the message was lost) is sent again (services.dispatch).

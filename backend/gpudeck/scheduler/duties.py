@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
 from gpudeck.scheduler.contact import Contact
-from gpudeck.services import dispatch, multinode, queue, queue_summary, reaper
+from gpudeck.services import dispatch, early_stop, multinode, queue, queue_summary, reaper
 from gpudeck.services.placement import live_memory_or_none
 from gpudeck.worker.events import expire_stream, publish_status
 
@@ -128,9 +128,20 @@ def schedule_queue(ctx: Context) -> list[int]:
     return started
 
 
+def stop_hopeless_members(ctx: Context) -> list[int]:
+    """Sweeps' early stopping (services/early_stop.py): the members to stop are cancelled with
+    their reason; their workers stop them with a final checkpoint."""
+    with transaction(ctx.sessions) as session:
+        stops = early_stop.stop_hopeless(session)
+    for stop in stops:
+        log.info("job %s: %s", stop.job_id, stop.reason)
+    return [s.job_id for s in stops]
+
+
 def default_duties(settings: Settings) -> list[Duty]:
     return [
         Duty("reap lost jobs", max(0.5, settings.heartbeat_interval_s / 2), reap_lost_jobs),
         Duty("re-dispatch queued jobs", 1.0, redispatch_jobs),
+        Duty("stop hopeless sweep members", 1.0, stop_hopeless_members),
         Duty("schedule the queue", settings.scheduler_interval_s, schedule_queue, on_wake=True),
     ]

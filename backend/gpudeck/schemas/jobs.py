@@ -353,5 +353,13 @@ class JobKindPublic(BaseModel):
 
 
 StatusFilter = Literal[
-    "queued", "starting", "running", "succeeded", "failed", "cancelled", "lost", "timeout"
+    "queued",
+    "starting",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "lost",
+    "timeout",
+    "stopped_early",
 ]

@@ -87,6 +87,24 @@ class SweepParameters(BaseModel):
         return self
 
 
+class EarlyStop(BaseModel):
+    """Stop members that are hopeless, as Optuna's median pruner and ASHA (Ray Tune, Determined)
+    do. `median`: a running member past `grace_steps` whose best `metric` so far is worse than
+    the median of the succeeded members' best up to the same step (at least `min_peers` of
+    them got that far). `asha`: at each rung (grace_steps x reduction_factor^k steps), a member goes
+    on only if it is in the best 1/reduction_factor of the members that reached the rung. A
+    stopped member ends `stopped_early`, keeps its last checkpoint and frees its devices."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    rule: Literal["median", "asha"]
+    metric: str = Field(min_length=1, max_length=64, examples=["mse_loss"])
+    mode: Literal["min", "max"] = "min"
+    grace_steps: int = Field(ge=1, le=10**9, description="no member is stopped before this")
+    min_peers: int = Field(default=3, ge=1, le=1000, description="median: members to compare")
+    reduction_factor: int = Field(default=3, ge=2, le=16, description="asha: 1/rf go on")
+
+
 class SweepCreate(BaseModel):
     """A base job (any kind, its devices or count, its scheduling) and the parameters that vary
     over its config. Each member is validated as a job would be; if any is invalid, nothing is
@@ -100,6 +118,7 @@ class SweepCreate(BaseModel):
     max_parallel: int | None = Field(
         default=None, ge=1, le=1024, description="at most this many members run at once"
     )
+    early_stop: EarlyStop | None = None
 
 
 class SweepMember(BaseModel):

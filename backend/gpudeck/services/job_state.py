@@ -1,6 +1,7 @@
 """The job state machine: the one place where a job's status changes.
 
     queued -> starting -> running -> succeeded | failed | cancelled | lost | timeout
+                                     | stopped_early (a sweep's rule stopped it, as a cancel)
                                   -> queued (preempted: it waits again, to resume)
 
 A queued job may also be cancelled (nobody started it, or a dependency failed; a job whose
@@ -23,16 +24,19 @@ from gpudeck.models import Allocation, Job, JobNode, JobRun, JobStatus
 from gpudeck.services.errors import InvalidTransition, JobNotFound
 
 S = JobStatus
-TERMINAL = frozenset({S.succeeded, S.failed, S.cancelled, S.lost, S.timeout})
+TERMINAL = frozenset({S.succeeded, S.failed, S.cancelled, S.lost, S.timeout, S.stopped_early})
 ALLOWED: dict[JobStatus, frozenset[JobStatus]] = {
     S.queued: frozenset({S.starting, S.cancelled}),
-    S.starting: frozenset({S.running, S.failed, S.cancelled, S.lost}),
-    S.running: frozenset({S.queued, S.succeeded, S.failed, S.cancelled, S.lost, S.timeout}),
+    S.starting: frozenset({S.running, S.failed, S.cancelled, S.lost, S.stopped_early}),
+    S.running: frozenset(
+        {S.queued, S.succeeded, S.failed, S.cancelled, S.lost, S.timeout, S.stopped_early}
+    ),
     S.succeeded: frozenset(),
     S.failed: frozenset(),
     S.cancelled: frozenset(),
     S.lost: frozenset(),
     S.timeout: frozenset(),
+    S.stopped_early: frozenset(),
 }
 # Postgres delivers a NOTIFY when its transaction commits, and never for a rolled-back one:
 # the scheduler hears of freed devices exactly when they are free.
@@ -70,6 +74,8 @@ def transition(
 ) -> Job:
     job = lock_job(session, job_id)
     current = JobStatus(job.status)
+    if target is S.cancelled and job.early_stopped_at is not None and current is not S.queued:
+        target = S.stopped_early  # the cancel its sweep's early-stopping rule asked for
     if not can_transition(current, target):
         raise InvalidTransition(job_id, current, target)
     job.status = target

@@ -43,7 +43,7 @@ ReasonCode = Literal[
     "preempting",
     "sweep",
 ]
-FAILED_DEPENDENCY = frozenset({"failed", "cancelled", "lost", "timeout"})
+FAILED_DEPENDENCY = frozenset({"failed", "cancelled", "lost", "timeout", "stopped_early"})
 NEVER = math.inf
 _NO_DEPS = ("ok", "")
 _EMPTY: frozenset[Key] = frozenset()

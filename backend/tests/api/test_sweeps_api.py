@@ -4,6 +4,8 @@ max_parallel members at once, and a cancel reaches every member."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import redis
 from fastapi.testclient import TestClient
@@ -12,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from gpudeck.core.config import Settings
 from gpudeck.models import JobStatus
-from gpudeck.scheduler.duties import schedule_queue
+from gpudeck.scheduler.duties import schedule_queue, stop_hopeless_members
 from gpudeck.scheduler.service import Scheduler
 from gpudeck.services import job_state
 
@@ -115,3 +117,41 @@ def test_the_scheduler_starts_at_most_max_parallel_members_and_a_cancel_reaches_
     assert all(statuses[i] == "cancelled" for i in ids[3:]), statuses
     jobs = [client.get(f"/api/jobs/{i}").json() for i in ids[1:3]]
     assert all(j["cancel_requested"] or j["status"] == "cancelled" for j in jobs), jobs
+
+
+def test_early_stopping_asks_a_hopeless_member_to_stop_and_it_ends_stopped_early(
+    client: TestClient, db: Session, devices: str, scheduler: object
+) -> None:
+    body = sweep_body(max_parallel=6)
+    body["early_stop"] = {"rule": "median", "metric": "mse_loss", "grace_steps": 20}
+    sweep = client.post("/api/sweeps", json=body).json()
+    ids = [m["job_id"] for m in sweep["members"]]
+    assert schedule_queue(scheduler) == ids  # type: ignore[arg-type]
+    # Members 0-2 ran to the end; of the running 3-5, the last is hopeless.
+    with Session(db.get_bind()) as session:
+        for rank, job_id in enumerate(ids):
+            for status in (JobStatus.starting, JobStatus.running):
+                job_state.transition(session, job_id, status)
+            if rank < 3:
+                job_state.transition(session, job_id, JobStatus.succeeded)
+            loss = [1.0, 1.1, 1.2, 1.05, 1.08, 10.0][rank]  # the finished ones' median: 1.1
+            rows = [(job_id, step, json.dumps({"mse_loss": loss})) for step in (10, 20, 30)]
+            for values in rows:
+                session.execute(
+                    text("INSERT INTO job_metrics (job_id, step, metrics) VALUES (:j, :s, :m)"),
+                    dict(zip(("j", "s", "m"), values, strict=True)),
+                )
+        session.commit()
+    assert stop_hopeless_members(scheduler) == [ids[-1]]  # type: ignore[arg-type]
+    assert stop_hopeless_members(scheduler) == []  # asked once  # type: ignore[arg-type]
+    hopeless = client.get(f"/api/jobs/{ids[-1]}").json()
+    assert hopeless["cancel_requested"] and "worse than the median" in hopeless["error"]
+    with Session(db.get_bind()) as session:  # its worker stops it as it stops a cancel
+        job_state.transition(session, ids[-1], JobStatus.cancelled)
+        session.commit()
+    ended = client.get(f"/api/jobs/{ids[-1]}").json()
+    assert ended["status"] == "stopped_early"
+    index = ended["devices"][0]["index"]  # the device it ran on is free for the next member
+    gpus = {g["index"]: g["held_by"] for g in client.get("/api/gpus").json()}
+    assert gpus[index] is None, gpus
+    assert ended["error_summary"].startswith("stopped early at step 30: its best mse_loss 10")

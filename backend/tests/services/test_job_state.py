@@ -24,6 +24,8 @@ def test_allowed_transitions_are_exactly_the_documented_ones() -> None:
         (S.running, S.succeeded), (S.running, S.failed), (S.running, S.cancelled),
         (S.running, S.lost), (S.running, S.timeout),
         (S.running, S.queued),  # preempted: it waits again, to resume
+        # a sweep member its early-stopping rule stopped (as a cancel, checkpointed)
+        (S.starting, S.stopped_early), (S.running, S.stopped_early),
     }  # fmt: skip
 
 

@@ -98,6 +98,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/choices/{source}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Choices
+         * @description What a config field marked `x-choices: <source>` may pick: the models under
+         *     <data_dir>/models (a directory with a config.json) or the data files under
+         *     <data_dir>/datasets (.npy, .safetensors, .jsonl), with d_in and sizes.
+         */
+        get: operations["list_choices_api_choices__source__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/datasets": {
         parameters: {
             query?: never;
@@ -843,6 +865,20 @@ export interface components {
             /** Step */
             step: number;
         };
+        /**
+         * DataChoicePublic
+         * @description One thing a form field may pick from the data directory (GET /api/choices/{source}).
+         */
+        DataChoicePublic: {
+            /** D In */
+            d_in: number | null;
+            /** Detail */
+            detail: string;
+            /** Size Bytes */
+            size_bytes: number;
+            /** Value */
+            value: string;
+        };
         /** DatasetPublic */
         DatasetPublic: {
             /**
@@ -914,6 +950,50 @@ export interface components {
             utilization_memory_pct?: number | null;
             /** Uuid */
             uuid: string;
+        };
+        /**
+         * EarlyStop
+         * @description Stop members that are hopeless, as Optuna's median pruner and ASHA (Ray Tune, Determined)
+         *     do. `median`: a running member past `grace_steps` whose best `metric` so far is worse than
+         *     the median of the succeeded members' best up to the same step (at least `min_peers` of
+         *     them got that far). `asha`: at each rung (grace_steps x reduction_factor^k steps), a member goes
+         *     on only if it is in the best 1/reduction_factor of the members that reached the rung. A
+         *     stopped member ends `stopped_early`, keeps its last checkpoint and frees its devices.
+         */
+        EarlyStop: {
+            /**
+             * Grace Steps
+             * @description no member is stopped before this
+             */
+            grace_steps: number;
+            /**
+             * Metric
+             * @example mse_loss
+             */
+            metric: string;
+            /**
+             * Min Peers
+             * @description median: members to compare
+             * @default 3
+             */
+            min_peers?: number;
+            /**
+             * Mode
+             * @default min
+             * @enum {string}
+             */
+            mode?: "min" | "max";
+            /**
+             * Reduction Factor
+             * @description asha: 1/rf go on
+             * @default 3
+             */
+            reduction_factor?: number;
+            /**
+             * Rule
+             * @enum {string}
+             */
+            rule: "median" | "asha";
         };
         /**
          * ErrorDetail
@@ -1487,7 +1567,7 @@ export interface components {
          * JobStatus
          * @enum {string}
          */
-        JobStatus: "queued" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "lost" | "timeout";
+        JobStatus: "queued" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "lost" | "timeout" | "stopped_early";
         /** JobsPublic */
         JobsPublic: {
             /** Items */
@@ -1537,6 +1617,11 @@ export interface components {
              * @description every item of the job; null before it starts
              */
             num_items: number | null;
+            /**
+             * Output Dir
+             * @description the directory the output is written to, on the first node
+             */
+            output_dir?: string | null;
             /**
              * Ranks
              * @description empty for a job that is not a map job
@@ -1890,6 +1975,7 @@ export interface components {
          *     created and the answer names the member, its values and the field.
          */
         SweepCreate: {
+            early_stop?: components["schemas"]["EarlyStop"] | null;
             job: components["schemas"]["JobCreate"];
             /**
              * Max Parallel
@@ -2355,6 +2441,37 @@ export interface operations {
             };
         };
     };
+    list_choices_api_choices__source__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                source: "models" | "datasets";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DataChoicePublic"][];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     list_datasets_api_datasets_get: {
         parameters: {
             query?: never;
@@ -2606,7 +2723,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description repeat to match several */
-                status?: ("queued" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "lost" | "timeout")[] | null;
+                status?: ("queued" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "lost" | "timeout" | "stopped_early")[] | null;
                 limit?: number;
                 offset?: number;
             };

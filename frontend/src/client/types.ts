@@ -60,8 +60,18 @@ export type QueuePage = Schemas["QueuePublic"];
 
 export type ApiPaths = paths;
 
-export const TERMINAL_STATUSES: readonly JobStatus[] = ["succeeded", "failed", "cancelled", "lost", "timeout"];
-export const ALL_STATUSES: readonly JobStatus[] = ["queued", "starting", "running", "succeeded", "failed", "cancelled", "lost", "timeout"];
+export const TERMINAL_STATUSES: readonly JobStatus[] = ["succeeded", "failed", "cancelled", "lost", "timeout", "stopped_early"];
+export const ALL_STATUSES: readonly JobStatus[] = [
+  "queued",
+  "starting",
+  "running",
+  "succeeded",
+  "failed",
+  "cancelled",
+  "lost",
+  "timeout",
+  "stopped_early",
+];
 
 export function isTerminal(status: JobStatus): boolean {
   return TERMINAL_STATUSES.includes(status);
