@@ -9,6 +9,7 @@ import { kindsTests, runAgainTests, SCRIPT_ENV } from "./kinds.mjs";
 import { mapCodeRoot, mapTests } from "./map.mjs";
 import { phoneTests } from "./phone.mjs";
 import { queueTests } from "./queue.mjs";
+import { sweepTests } from "./sweeps.mjs";
 
 const shotsDir = process.env.E2E_SCREENSHOTS === "1" ? join(repoDir, "docs/img") : join(frontendDir, "test-results");
 mkdirSync(shotsDir, { recursive: true });
@@ -390,6 +391,7 @@ async function main() {
     await mapTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
     await kindsTests({ test, page, server, url, shot, codeRoot: code.dir, jobTimeoutMs: JOB_TIMEOUT_MS });
     await runAgainTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
+    await sweepTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
     await phoneTests({ test, page, server, url, jobTimeoutMs: JOB_TIMEOUT_MS });
 
     await test("no uncaught errors in the page", async () => {
