@@ -17,6 +17,7 @@ from gpudeck.api.log_filters import install_log_filters
 from gpudeck.api.outage import StoreOutageMiddleware
 from gpudeck.api.routes import (
     auth,
+    choices,
     datasets,
     estimates,
     gpus,
@@ -154,6 +155,7 @@ def create_app(settings: Settings | None = None, *, freeze_heap: bool = False) -
         estimates,
         auth,
         datasets,
+        choices,
         metrics,
         ws_telemetry,
         job_runs,

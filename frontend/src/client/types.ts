@@ -16,6 +16,7 @@ export type User = Schemas["UserPublic"];
 export type Job = Schemas["JobPublic"];
 /** A map job's progress per rank (GET /api/jobs/{id}/map-progress). */
 export type MapProgress = Schemas["MapProgressPublic"];
+export type DataChoice = Schemas["DataChoicePublic"];
 export type JobStatus = Schemas["JobStatus"];
 export type JobCreate = Schemas["JobCreate"];
 export type JobKind = string;

@@ -201,3 +201,13 @@ export function useResumeJob(id: number) {
     onSuccess: () => client.invalidateQueries({ queryKey: ["jobs"] }),
   });
 }
+
+/** What a field marked `x-choices` may pick from the data directory ("models", "datasets"). */
+export function useChoices(source: string) {
+  return useQuery({
+    queryKey: ["choices", source],
+    // a kind may name any source; the API answers 422 for one it does not know
+    queryFn: () => unwrap(api.GET("/api/choices/{source}", { params: { path: { source: source as "models" | "datasets" } } })),
+    staleTime: 15000,
+  });
+}

@@ -8,9 +8,11 @@
  * `X | None` as an optional X; `int | "auto"` as a number that also takes the word; any other
  * union or free value as JSON; a discriminated union (oneOf/anyOf of objects sharing a `const`
  * property, Pydantic's `Field(discriminator=...)`) as a select whose choice shows that variant's
- * fields. Two keywords a kind may add (`json_schema_extra`): `x-applies-when: {field: [values]}`
- * shows a field only while a sibling field holds one of the values, and `x-advanced: true`
- * puts a field (or a whole nested object) under "advanced".
+ * fields. Three keywords a kind may add (`json_schema_extra`): `x-applies-when: {field: [values]}`
+ * shows a field only while a sibling field holds one of the values, `x-advanced: true`
+ * puts a field (or a whole nested object) under "advanced", and `x-choices: <source>` offers
+ * what the data directory holds (GET /api/choices/{source}: "models", "datasets") as a pick
+ * list for a text field, each with what one picks by (d_in, shape, size).
  */
 import { shapeOf, type FieldKind, type ValueKind } from "./schema/fieldKind";
 import { asList, hintOf, isObject, labelOf, numberOr, resolve, unwrapNullable, type Schema } from "./schema/nodes";
@@ -52,6 +54,8 @@ export interface FieldSpec {
   required?: boolean;
   /** rarely changed: drawn under "advanced" */
   advanced?: boolean;
+  /** picks from what the data directory holds: GET /api/choices/{choices} */
+  choices?: string;
   when?: Condition[];
 }
 
@@ -127,6 +131,8 @@ function fieldOf(name: string, node: Schema, root: Schema, defaults: unknown, pl
   if (optional) spec.optional = true;
   if (place.required) spec.required = true;
   if (place.advanced) spec.advanced = true;
+  const choices = node["x-choices"] ?? schema["x-choices"];
+  if (typeof choices === "string" && shape.kind === "text") spec.choices = choices;
   const when = [...place.when, ...appliesWhen(node, place.prefix)];
   if (when.length > 0) spec.when = when;
   return spec;

@@ -19,12 +19,14 @@ class ActivationsConfig(BaseModel):
         max_length=512,
         pattern=_RELATIVE,
         description="a save_pretrained directory under <data_dir>/models (never downloaded)",
+        json_schema_extra={"x-choices": "models"},
     )
     input: str = Field(
         min_length=1,
         max_length=512,
         pattern=r"^[A-Za-z0-9_][A-Za-z0-9_./-]*\.(npy|safetensors|jsonl)$",
         description="under <data_dir>/datasets: token ids [N, T] (.npy/.safetensors) or .jsonl",
+        json_schema_extra={"x-choices": "datasets"},
     )
     tensor_name: str | None = Field(default=None, max_length=128)
     text_field: str = Field(default="text", min_length=1, max_length=128)

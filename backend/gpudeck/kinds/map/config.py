@@ -34,6 +34,7 @@ class MapFunctionConfig(BaseModel):
         max_length=512,
         pattern=_RELATIVE,
         description="under <data_dir>/datasets: an array (.npy/.safetensors), .jsonl or directory",
+        json_schema_extra={"x-choices": "datasets"},
     )
     tensor_name: str | None = Field(default=None, max_length=128)
     output: str = Field(

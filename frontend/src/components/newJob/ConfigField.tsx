@@ -1,4 +1,5 @@
 import type { FieldSpec, FieldValue } from "../../lib/schemaForm";
+import { PickList } from "./Choices";
 import { ListRows, MapRows } from "./RowsField";
 
 interface Props {
@@ -59,6 +60,8 @@ function Control({ spec, value, error, onChange, disabled, id, described }: Prop
       aria-describedby={described}
       data-min={spec.min}
       data-max={spec.max}
+      list={spec.choices ? `${id}-choices` : undefined}
+      autoComplete={spec.choices ? "off" : undefined}
       onChange={(e) => onChange(spec.path, e.target.value)}
     />
   );
@@ -100,6 +103,7 @@ export function ConfigField(props: Props) {
         )}
       </div>
       {spec.kind !== "bool" && <Control {...props} id={id} described={described} />}
+      {spec.choices && <PickList id={`${id}-choices`} source={spec.choices} value={String(props.value)} />}
       {error ? (
         <span className="field-error" id={`${id}-error`} role="alert" data-testid={`error-${spec.path}`}>
           {error}
