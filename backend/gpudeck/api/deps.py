@@ -13,7 +13,7 @@ from gpudeck.core.config import Settings
 from gpudeck.core.security import Principal
 from gpudeck.models import Job
 from gpudeck.services.errors import Forbidden
-from gpudeck.services.jobs import get_job
+from gpudeck.services.jobs import Submitter, get_job
 
 
 async def get_session(request: Request) -> AsyncIterator[Session]:
@@ -56,3 +56,14 @@ def get_owned_job(
 
 # For cancel, resume and checkpoint downloads: `def cancel(job: OwnedJob, ...)`.
 OwnedJob = Annotated[Job, Depends(get_owned_job)]
+
+
+def submitter(request: Request, user: Principal) -> Submitter:
+    """Who submits (a job, a sweep), with the operator's time limits."""
+    settings = request.app.state.settings
+    return Submitter(
+        user.name,
+        is_admin=user.is_admin,
+        default_time_limit_s=settings.default_time_limit_s,
+        max_time_limit_s=settings.max_time_limit_s,
+    )

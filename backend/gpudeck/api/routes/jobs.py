@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request, status
 
 from gpudeck.api import queue_view
-from gpudeck.api.deps import CurrentUser, OwnedJob, SessionDep
+from gpudeck.api.deps import CurrentUser, OwnedJob, SessionDep, submitter
 from gpudeck.schemas.common import ErrorResponse
 from gpudeck.schemas.jobs import JobCreate, JobPublic, JobsPublic, StatusFilter
 from gpudeck.services import audit
@@ -40,16 +40,10 @@ def create_job(
     once); GET /api/jobs/{id} or GET /api/queue show it from a pass of their own."""
     job_service.check_may_submit(spec.kind, user)
     settings = request.app.state.settings
-    submitter = job_service.Submitter(
-        user.name,
-        is_admin=user.is_admin,
-        default_time_limit_s=settings.default_time_limit_s,
-        max_time_limit_s=settings.max_time_limit_s,
-    )
     job = job_service.create_job(
         session,
         spec,
-        owner=submitter,
+        owner=submitter(request, user),
         read_live=lambda: live_memory_or_none(request.app.state.redis),
         data_dir=settings.data_dir,
     )

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, status
 
-from gpudeck.api.deps import CurrentUser, SessionDep
+from gpudeck.api.deps import CurrentUser, SessionDep, submitter
 from gpudeck.core.security import Principal
 from gpudeck.models import Sweep
 from gpudeck.schemas.common import ErrorResponse
@@ -39,16 +39,10 @@ def create_sweep(
     scheduler, which runs at most `max_parallel` of them at once."""
     job_service.check_may_submit(spec.job.kind, user)
     settings = request.app.state.settings
-    submitter = job_service.Submitter(
-        user.name,
-        is_admin=user.is_admin,
-        default_time_limit_s=settings.default_time_limit_s,
-        max_time_limit_s=settings.max_time_limit_s,
-    )
     sweep = sweeps.create_sweep(
         session,
         spec,
-        owner=submitter,
+        owner=submitter(request, user),
         read_live=lambda: live_memory_or_none(request.app.state.redis),
         data_dir=settings.data_dir,
     )
@@ -102,17 +96,18 @@ def cancel_sweep(sweep_id: SweepId, session: SessionDep, user: CurrentUser) -> S
 @router.post("/{sweep_id}/hold", responses={**NOT_FOUND, 403: {"model": ErrorResponse}})
 def hold_sweep(sweep_id: SweepId, session: SessionDep, user: CurrentUser) -> SweepPublic:
     """Every member still waiting for devices is held; running ones go on."""
-    sweep = _owned(session, sweep_id, user)
-    sweeps.set_sweep_held(session, sweep_id, True)
-    audit.record(session, user, audit.JOB_HOLD, f"sweep:{sweep_id}")
-    session.commit()
-    return sweeps.public(session, sweep)
+    return _set_held(session, sweep_id, user, held=True)
 
 
 @router.post("/{sweep_id}/release", responses={**NOT_FOUND, 403: {"model": ErrorResponse}})
 def release_sweep(sweep_id: SweepId, session: SessionDep, user: CurrentUser) -> SweepPublic:
+    return _set_held(session, sweep_id, user, held=False)
+
+
+def _set_held(session: SessionDep, sweep_id: int, user: Principal, *, held: bool) -> SweepPublic:
     sweep = _owned(session, sweep_id, user)
-    sweeps.set_sweep_held(session, sweep_id, False)
-    audit.record(session, user, audit.JOB_RELEASE, f"sweep:{sweep_id}")
+    sweeps.set_sweep_held(session, sweep_id, held)
+    action = audit.JOB_HOLD if held else audit.JOB_RELEASE
+    audit.record(session, user, action, f"sweep:{sweep_id}")
     session.commit()
     return sweeps.public(session, sweep)
