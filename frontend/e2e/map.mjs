@@ -87,7 +87,13 @@ export async function mapTests({ test, page, server, url, shot, jobTimeoutMs }) 
       throw new Error(`the job's bar ends at ${await total.getAttribute("aria-valuenow")} chunks`);
     }
     const totals = await page.getByTestId("map-total").textContent();
-    if (!totals?.includes(`${ITEMS} items`) || !totals.includes("ETA 0s")) throw new Error(`the job's totals say: ${totals}`);
+    // an ended job has no rate and nothing left (it read "0.000/s · ETA 0s"), and says where its output went
+    if (!totals?.includes(`${ITEMS} items`) || totals.includes("ETA")) throw new Error(`the job's totals say: ${totals}`);
+    const where = await page.getByTestId("map-output").textContent();
+    if (!where?.includes(join("datasets", "e2e-squares"))) throw new Error(`the output line says: ${where}`);
+    // its throughput chart draws a curve, not one point at step 0
+    const points = Number(await page.locator(".chart-host").first().getAttribute("data-points"));
+    if (!(points >= 2)) throw new Error(`the throughput chart has ${points} points`);
     // and the merged output holds every item, in one chunk file per chunk
     const manifest = JSON.parse(readFileSync(join(datasets, "e2e-squares", "manifest.json"), "utf8"));
     const rows = Object.values(manifest.rows);

@@ -32,6 +32,9 @@ class MapProgressPublic(BaseModel):
     items_done: int = Field(description="items this run has mapped")
     items_per_s: float = Field(description="the ranks still working, together")
     eta_s: float | None = Field(description="seconds to the last chunk at the rate now")
+    output_dir: str | None = Field(
+        default=None, description="the directory the output is written to, on the first node"
+    )
 
 
 class FollowUpPublic(BaseModel):

@@ -36,6 +36,7 @@ class MapRanks:
     strategy: str | None
     ranks: list[RankProgress]
     num_items: int | None = None  # every item of the job
+    output_dir: str | None = None  # where its chunks (and a kind's consolidated file) go
 
     @property
     def chunks_done(self) -> int:
@@ -96,6 +97,7 @@ def summarize(events: Iterable[Event]) -> MapRanks:
         strategy=head.get("strategy"),
         ranks=[ranks[r] for r in sorted(ranks)],
         num_items=_int_or_none(head.get("num_items")),
+        output_dir=head.get("output_dir"),
     )
 
 

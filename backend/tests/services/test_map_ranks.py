@@ -17,7 +17,7 @@ from gpudeck.services.map_ranks import summarize
 
 def _start(rank: int, share: int | None) -> Event:
     data = {"num_chunks": 10, "chunks_done": 2, "strategy": "balanced", "rank_chunks": share,
-            "num_items": 80}  # fmt: skip
+            "num_items": 80, "output_dir": "/data/datasets/acts/run"}  # fmt: skip
     return Event("map_start", 1, rank, 0.0, data)
 
 
@@ -77,4 +77,5 @@ def test_the_endpoint_reads_the_jobs_stream(
         {"rank": 1, "chunks_done": 2, "chunks_total": 3, "items_done": 5, "items_per_s": 4.0},
     ]
     assert answer.json()["chunks_done"] == 4 and answer.json()["items_per_s"] == 4.0
+    assert answer.json()["output_dir"] == "/data/datasets/acts/run"  # the page says where
     assert client.get("/api/jobs/999999/map-progress").status_code == 404

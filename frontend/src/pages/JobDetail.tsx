@@ -149,7 +149,7 @@ export function JobDetail() {
       ) : (
         <>
           <Segments job={j} />
-          {isMap && ranks.data && <RankProgress progress={ranks.data} />}
+          {isMap && ranks.data && <RankProgress progress={ranks.data} finished={!live} />}
           <TrainingCharts points={points} charts={kind.data?.charts ?? []} />
           <div className="two-col">
             <LogTail job={j} />

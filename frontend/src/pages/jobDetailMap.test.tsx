@@ -14,13 +14,13 @@ afterEach(() => vi.unstubAllGlobals());
 
 const mapKind = { ...makeSaeKind(), name: "map", resumes_from: "output" as const, charts: [], summary_metrics: [] };
 
-function page(job: ReturnType<typeof makeJob>, progress: MapProgress | (() => MapProgress), current = () => job) {
+function page(job: ReturnType<typeof makeJob>, progress: MapProgress | (() => MapProgress), current = () => job, log = "") {
   const api = stubApi({
     [`GET /api/jobs/${job.id}`]: () => json(current()),
     "GET /api/kinds/map": () => json(mapKind),
     "GET /api/kinds/sae": () => json(makeSaeKind()),
     [`GET /api/jobs/${job.id}/metrics`]: () => json({ items: [], last_step: null }),
-    [`GET /api/jobs/${job.id}/logs`]: () => new Response("", { status: 200, headers: { "Content-Type": "text/plain" } }),
+    [`GET /api/jobs/${job.id}/logs`]: () => new Response(log, { status: 200, headers: { "Content-Type": "text/plain" } }),
     [`GET /api/jobs/${job.id}/checkpoints`]: () => json([]),
     [`GET /api/jobs/${job.id}/map-progress`]: () => json(typeof progress === "function" ? progress() : progress),
     "GET /api/gpus": () => json([]),
@@ -96,6 +96,31 @@ describe("JobDetail of a map job", () => {
     FakeWebSocket.latest().open();
     FakeWebSocket.latest().receive({ type: "status", rank: 0, ts: 1, data: { status: "succeeded" } });
     await waitFor(() => expect(bar(0)).toHaveAttribute("aria-valuenow", "6"));
+  });
+
+  it("after success says where the output went, with no '0.000/s · ETA 0s', and tqdm's lines collapse", async () => {
+    const tqdm = "loading\r  0%|          | 0/4\r 50%|#####     | 2/4\r100%|##########| 4/4\nwrote 4 chunks\n";
+    page(
+      makeJob({ kind: "map", status: "succeeded", finished_at: "2026-01-01T00:01:00Z" }),
+      {
+        num_chunks: 4,
+        chunks_done_before: 0,
+        strategy: "balanced",
+        ranks: [{ rank: 0, chunks_done: 4, chunks_total: 4, items_done: 32, items_per_s: 8 }],
+        num_items: 32,
+        chunks_done: 4,
+        items_done: 32,
+        items_per_s: 0,
+        eta_s: 0,
+        output_dir: "/srv/gpudeck/datasets/acts/run",
+      },
+      undefined,
+      tqdm,
+    );
+    await screen.findByTestId("rank-progress");
+    expect(screen.getByTestId("map-total")).toHaveTextContent(/^4 \/ 4 chunks · 32 items$/);
+    expect(screen.getByTestId("map-output")).toHaveTextContent("output /srv/gpudeck/datasets/acts/run");
+    await waitFor(() => expect(screen.getByTestId("log-tail").textContent).toBe("100%|##########| 4/4\nwrote 4 chunks\n"));
   });
 
   it("does not ask for ranks' chunks on a job that is not a map job", async () => {

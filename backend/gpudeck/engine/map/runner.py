@@ -151,9 +151,10 @@ def run_map(
             "batch_size": batch,
             "strategy": options.strategy,
             "rank_chunks": rank_chunks,  # this rank's share of this run (None: dynamic)
+            "output_dir": str(out_dir),  # the job page says where the output went
         },
     )
-    progress = _Progress(ctx, result, rank_chunks)
+    progress = _Progress(ctx, result, rank_chunks, num_items)
     with ChunkWriter(out_dir) as writer:
         for index in todo:
             if ctx.stop_flag.requested:
@@ -179,10 +180,15 @@ def _size(bounds: tuple[int, int]) -> int:
 
 
 class _Progress:
-    """The `map_chunk` event of each chunk once it is written, with this rank's totals."""
+    """The `map_chunk` event of each chunk once it is written, with this rank's totals; rank 0
+    also reports its items/s as a metric at the items it has done, so a map kind's throughput
+    chart draws while the job runs (the kind's own last report, at `num_items`, ends it)."""
 
-    def __init__(self, ctx: TrainContext, result: MapResult, rank_chunks: int | None) -> None:
+    def __init__(
+        self, ctx: TrainContext, result: MapResult, rank_chunks: int | None, num_items: int
+    ) -> None:
         self.ctx, self.result, self.rank_chunks = ctx, result, rank_chunks
+        self.num_items = num_items
         self.started, self.cpu_started = time.monotonic(), time.process_time()
         self.items_done, self.skipped = 0, 0
 
@@ -193,6 +199,9 @@ class _Progress:
             self.skipped += 1
         self.items_done += items
         elapsed = time.monotonic() - self.started
+        rate = self.items_done / elapsed if elapsed > 0 else 0.0
+        if written and self.items_done < self.num_items:
+            self.ctx.report(self.items_done, {"items_per_s": rate})
         self.ctx.publish(
             "map_chunk",
             {
@@ -202,7 +211,7 @@ class _Progress:
                 "items_done": self.items_done,
                 "rank_chunks_done": len(self.result.chunks_written) + self.skipped,
                 "rank_chunks": self.rank_chunks,
-                "items_per_s": self.items_done / elapsed if elapsed > 0 else 0.0,
+                "items_per_s": rate,
                 # this rank's CPU seconds: below the wall time, the device or core is shared
                 "cpu_s": time.process_time() - self.cpu_started,
             },

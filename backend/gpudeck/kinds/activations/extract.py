@@ -157,4 +157,5 @@ def train(ctx: TrainContext, config: ActivationsConfig) -> None:
     tmp.write_text(json.dumps(cfg, indent=2))
     tmp.replace(out_dir / "cfg.json")
     elapsed = time.monotonic() - started
-    ctx.report(0, {"rows": float(count), "items_per_s": len(items) / elapsed})
+    # at the last item: after the engine's reports of each chunk, the chart's last point
+    ctx.report(len(items), {"rows": float(count), "items_per_s": len(items) / elapsed})

@@ -130,4 +130,4 @@ def train(ctx: TrainContext, config: MapFunctionConfig) -> None:
     )
     if result.manifest is not None:
         elapsed = max(time.monotonic() - started, 1e-9)
-        ctx.report(0, {"items": float(len(items)), "items_per_s": len(items) / elapsed})
+        ctx.report(len(items), {"items": float(len(items)), "items_per_s": len(items) / elapsed})

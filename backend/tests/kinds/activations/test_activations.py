@@ -178,6 +178,21 @@ def test_the_sae_kind_trains_on_the_output(tmp_path: Path) -> None:
     assert math.isfinite(metrics["data"]["metrics"]["overall_loss"])
 
 
+def test_throughput_is_reported_while_it_runs_and_ends_at_the_last_item(tmp_path: Path) -> None:
+    """Issue 25: the Throughput chart stayed empty: the only point was the last report, at
+    step 0. Rank 0 reports its items/s at each chunk it writes; the kind's total ends the
+    curve at the last item. And the job page had no word of where the output went."""
+    data, _ = _data(tmp_path, 40)
+    spec = _run(tmp_path, data, _config(map={"strategy": "balanced", "chunk_size": 8}), 1)
+    points = [(e["data"]["step"], e["data"]["metrics"]) for e in read_events(spec, "metrics")]
+    steps = [step for step, _ in points]
+    assert steps == [8, 16, 24, 32, 40], steps
+    assert all(m["items_per_s"] > 0 for _, m in points)
+    assert points[-1][1]["rows"] > 0  # the kind's own report, last
+    (start,) = read_events(spec, "map_start")  # the job page says where the output went
+    assert start["data"]["output_dir"] == str((data / "datasets" / "acts" / "run").resolve())
+
+
 def test_batch_size_auto_takes_the_largest_batch_that_fits(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 

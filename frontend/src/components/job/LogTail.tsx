@@ -2,11 +2,13 @@ import { useEffect, useRef, useState } from "react";
 import { isTerminal, type Job } from "../../client/types";
 import { useJobLogs } from "../../hooks/queries";
 import { nodeOfRank, ranksPerNode } from "../../lib/ranks";
+import { asTerminalShows } from "../../lib/terminal";
 
 /**
  * A rank's last lines, polled while the job runs; it follows the end (like `tail -f`) unless
  * the reader has scrolled up to read something. A job across nodes lists its ranks under the
- * node each runs on; the API serves every rank's output, wherever it ran.
+ * node each runs on; the API serves every rank's output, wherever it ran. Carriage returns
+ * overwrite the line, as a terminal shows them.
  */
 export function LogTail({ job }: { job: Job }) {
   const ranks = Math.max(1, job.world_size);
@@ -15,7 +17,8 @@ export function LogTail({ job }: { job: Job }) {
   const [rank, setRank] = useState(job.failed_rank ?? 0);
   const live = !isTerminal(job.status);
   const logs = useJobLogs(job.id, rank, 200, live);
-  const text = logs.data ?? "";
+  // tqdm's carriage-return updates collapse to the bar's last state, as in a terminal
+  const text = asTerminalShows(logs.data ?? "");
   const box = useRef<HTMLPreElement>(null);
   const following = useRef(true);
   const nodes = ranksPerNode(job.devices);
