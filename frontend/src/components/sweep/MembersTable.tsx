@@ -47,7 +47,7 @@ function Row({ member, columns, ticked, onTick }: { member: SweepMember; columns
       {columns.map((column) => {
         if (column.key === "status")
           return (
-            <td key={column.key} title={member.error_summary ?? undefined}>
+            <td key={column.key} className="member-status" title={member.error_summary ?? undefined}>
               <Link to={`/jobs/${member.job_id}`} data-testid="member-link">
                 <StatusBadge status={member.status as JobStatus} /> <span className="small">#{member.job_id}</span>
               </Link>
