@@ -5,6 +5,8 @@ again where it uses them (extract.py)."""
 
 from __future__ import annotations
 
+import difflib
+import os
 from pathlib import Path
 
 from gpudeck.engine.kinds import InputError
@@ -21,6 +23,19 @@ def check_inputs(config: ActivationsConfig, data_dir: Path) -> None:
         try:
             found = resolve(data_dir / root, relative)
         except ItemsError as exc:
-            raise InputError(field, str(exc)) from None
+            raise InputError(field, str(exc) + _did_you_mean(data_dir / root, relative)) from None
         if field == "model" and not (found / "config.json").is_file():
             raise InputError("model", f"{relative!r} is not a Hugging Face model directory")
+
+
+def _did_you_mean(root: Path, relative: str) -> str:
+    """The closest names under `root` (two levels deep, as the form's pick list offers them)."""
+    names: list[str] = []
+    for top, dirs, files in os.walk(root):
+        depth = len(Path(top).relative_to(root).parts)
+        dirs[:] = [d for d in dirs if not d.startswith(".")] if depth < 2 else []
+        names += [(Path(top) / n).relative_to(root).as_posix() for n in dirs + files]
+        if len(names) > 5000:
+            break
+    close = difflib.get_close_matches(relative, names, n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

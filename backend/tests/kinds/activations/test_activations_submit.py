@@ -30,6 +30,8 @@ def test_missing_model_input_and_escaping_output_are_refused_naming_the_field(
     base = {"model": model, "input": "ids.npy", "hook": "transformer.h.0", "output": "acts/a"}
     cases = [
         ({"model": "gpt2-typo"}, "model", "not found"),
+        ({"model": model.replace("gpt2", "gtp2")}, "model", f"did you mean {model!r}?"),
+        ({"input": "id.npy"}, "input", "did you mean 'ids.npy'?"),
         ({"model": "notes"}, "model", "not a Hugging Face model"),
         ({"input": "nothing.npy"}, "input", "not found"),
         ({"output": "linked/a"}, "output", "escapes"),
