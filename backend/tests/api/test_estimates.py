@@ -59,7 +59,7 @@ def test_the_estimate_warns_of_configs_known_to_train_badly() -> None:
     dense = warnings({"architecture": "jumprelu", "topk_warm_up_steps": 0, "l0_coefficient": 0.01})
     assert len(dense) == 2
     assert "topk_warm_up_steps" in dense[0] and "trained dense" in dense[0]
-    assert "too weak" in dense[1] and "d_in / 128 = 2" in dense[1]
+    assert "too weak" in dense[1] and "d_in / 64 = 4" in dense[1]
     (dead,) = warnings({"architecture": "batchtopk", "topk_warm_up_steps": 0})
     assert "dead" in dead and "leave topk_warm_up_steps empty" in dead
     (frequency,) = warnings({"architecture": "batchtopk", "dead_min_frequency": 0.0})

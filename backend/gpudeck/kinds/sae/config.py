@@ -87,10 +87,11 @@ Steps = StepCount | StepShare
 # synthetic superposition data at two scales against SAELens (bench/sae_quality.py,
 # docs/sae.md "Defaults per architecture"): a TopK warm-up for half (BatchTopK) or a third
 # (JumpReLU) of the run, the frequency rule for BatchTopK, and JumpReLU's L0 coefficient in
-# units of the summed squared error of a row normalised to norm sqrt(d_in) (so d_in / 128).
+# units of the summed squared error of a row normalised to norm sqrt(d_in), which grows with
+# d_in (so d_in / 64: 1 at d_in 64, where d_in / 128 left L0 at 10 for k 5).
 TOPK_WARM_UP_SHARE: dict[str, float] = {"batchtopk": 0.5, "jumprelu": 1 / 3}
 DEAD_MIN_FREQUENCY: dict[str, float] = {"batchtopk": 1e-4}
-L0_COEFFICIENT_PER_D_IN = 1 / 128
+L0_COEFFICIENT_PER_D_IN = 1 / 64
 
 
 # Hints for a form read from this schema (the dashboard's lib/schemaForm): a field another
@@ -152,7 +153,7 @@ class SaeConfig(BaseModel):
         ge=0,
         le=1e6,
         description=(
-            "jumprelu only: weight of the L0 penalty (latents per sample); empty: d_in / 128,"
+            "jumprelu only: weight of the L0 penalty (latents per sample); empty: d_in / 64,"
             " which with the TopK warm-up keeps L0 near k"
         ),
         json_schema_extra=only_for("jumprelu"),
@@ -312,7 +313,7 @@ class SaeConfig(BaseModel):
 
     @property
     def l0_coefficient_value(self) -> float:
-        """The L0 coefficient JumpReLU trains with: the field, or d_in / 128 when empty."""
+        """The L0 coefficient JumpReLU trains with: the field, or d_in / 64 when empty."""
         if self.l0_coefficient is not None:
             return self.l0_coefficient
         return L0_COEFFICIENT_PER_D_IN * self.d_in

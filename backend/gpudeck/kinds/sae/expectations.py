@@ -10,7 +10,7 @@ from __future__ import annotations
 from gpudeck.engine.kinds import Expectation
 from gpudeck.kinds.sae.config import L0_COEFFICIENT_PER_D_IN, SaeConfig
 
-# Below this share of its default (d_in / 128) JumpReLU's L0 penalty is too weak to hold L0
+# Below this share of its default (d_in / 64) JumpReLU's L0 penalty is too weak to hold L0
 # near k: at 0.01 with d_in 64 (0.02 of the default) it trained to L0 85.
 WEAK_L0_COEFFICIENT_SHARE = 0.1
 
@@ -65,7 +65,7 @@ def warnings(config: SaeConfig) -> list[Expectation]:
             found.append(
                 f"l0_coefficient {config.l0_coefficient_value:g} is too weak to hold L0 near k"
                 f" at d_in {config.d_in} (L0 climbs as it trains): leave it empty"
-                f" (d_in / 128 = {config.d_in / 128:g})"
+                f" (d_in / 64 = {config.d_in / 64:g})"
             )
     if config.architecture == "batchtopk":
         if warm_up == 0:

@@ -57,8 +57,8 @@ def test_each_architecture_gets_its_measured_defaults() -> None:
     assert (batchtopk.topk_warm_up_length(), batchtopk.dead_min_frequency_value) == (750, 1e-4)
     jumprelu = SaeConfig(architecture="jumprelu", steps=1500, d_in=512)
     assert jumprelu.topk_warm_up_length() == 500
-    assert jumprelu.l0_coefficient_value == 4.0  # d_in / 128
-    assert jumprelu.sparsity_coefficient == 4.0
+    assert jumprelu.l0_coefficient_value == 8.0  # d_in / 64
+    assert jumprelu.sparsity_coefficient == 8.0
     # Set explicitly, the user's value wins; 0 turns the warm-up off.
     own = SaeConfig(
         architecture="batchtopk", steps=1500, topk_warm_up_steps=0, dead_min_frequency=0.0
