@@ -371,9 +371,12 @@ def snapshot(
             ends, estimated = expected_end(now, _epoch(started_at, now) + limit, step, total, rate)
         meta[job_id] = (owner, ends, priority, preemptible, stopping, estimated, sweep)
     holding = [
-        Holding(j, owner, tuple(held[j]), ends, priority, preemptible, stopping, estimated, sweep)
+        Holding(
+            j, owner, tuple(held[j]), ends, priority, preemptible, stopping, estimated, sweep,
+            ended=j in releasing,
+        )
         for j, (owner, ends, priority, preemptible, stopping, estimated, sweep) in meta.items()
-    ]
+    ]  # fmt: skip
     # Only nodes whose sampler reports take new jobs (an offline node's worker may be gone).
     fresh = Node.last_seen_at >= func.now() - func.make_interval(0, 0, 0, 0, 0, 0, OFFLINE_AFTER_S)
     devices = []

@@ -82,6 +82,7 @@ class Holding:
     stopping: bool = False  # its preemption was already asked for: it frees its devices soon
     estimated: bool = False  # ends_at is an estimate, not its time limit
     sweep: int | None = None  # the sweep it is a member of
+    ended: bool = False  # it has ended; its devices are releasing (a node has not confirmed)
 
 
 @dataclass(frozen=True)
@@ -221,9 +222,11 @@ class _State:
         self.used = Counter[str]()
         for h in holding:
             self.used[h.owner] += len(h.devices)
-        # Members running per sweep (an ended one's devices, still releasing, count no more).
+        # Members running per sweep: until a member has ended, whatever its estimate says (one
+        # past its last step still writes its final checkpoint); an ended one's devices, still
+        # releasing, count no more.
         self.sweep_running = Counter(
-            h.sweep for h in holding if h.sweep is not None and h.ends_at > now
+            h.sweep for h in holding if h.sweep is not None and not h.ended
         )
         # Busy reasons depend only on which devices are free: cached until a job starts.
         self.reasons: dict[tuple[object, ...], str] = {}

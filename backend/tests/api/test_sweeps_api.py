@@ -106,9 +106,20 @@ def test_the_scheduler_starts_at_most_max_parallel_members_and_a_cancel_reaches_
     assert waiting["reason_code"] == "sweep"
     assert waiting["reason"] == f"sweep {sweep['id']}: 2 members running (max_parallel 2)"
     assert schedule_queue(scheduler) == []  # type: ignore[arg-type]
-    with Session(db.get_bind()) as session:  # the first ends: the next one starts
-        for status in (JobStatus.starting, JobStatus.running, JobStatus.succeeded):
+    with Session(db.get_bind()) as session:  # past its last step, writing its last checkpoint
+        for status in (JobStatus.starting, JobStatus.running):
             job_state.transition(session, ids[0], status)
+        session.execute(
+            text(
+                "UPDATE jobs SET progress_step = 10, progress_total = 10, progress_rate = 5 "
+                "WHERE id = :j"
+            ),
+            {"j": ids[0]},
+        )
+        session.commit()
+    assert schedule_queue(scheduler) == []  # still running: still counted  # type: ignore[arg-type]
+    with Session(db.get_bind()) as session:  # the first ends: the next one starts
+        job_state.transition(session, ids[0], JobStatus.succeeded)
         session.commit()
     assert schedule_queue(scheduler) == [ids[2]]  # type: ignore[arg-type]
 
