@@ -10,19 +10,29 @@ interface Props {
   freeBytes: number | null;
 }
 
-/** What the job should show, read from its config by its kind (an SAE's expected L0). */
+/** What the job should show, read from its config by its kind (an SAE's expected L0), and
+ * warnings for configurations known to train badly, each saying what to change. */
 function Expectations({ items }: { items: Estimate["expectations"] }) {
   if (!items?.length) return null;
+  const facts = items.filter((e) => !e.warning);
+  const warnings = items.filter((e) => e.warning);
   return (
-    <dl className="facts" data-testid="expectations">
-      {items.map((e) => (
-        <div key={e.label} data-testid="expectation">
-          <dt>{e.label}</dt>
-          <dd title={e.note}>{e.value}</dd>
-          {e.note && <dd className="muted small">{e.note}</dd>}
-        </div>
+    <>
+      <dl className="facts" data-testid="expectations">
+        {facts.map((e) => (
+          <div key={e.label} data-testid="expectation">
+            <dt>{e.label}</dt>
+            <dd title={e.note}>{e.value}</dd>
+            {e.note && <dd className="muted small">{e.note}</dd>}
+          </div>
+        ))}
+      </dl>
+      {warnings.map((e) => (
+        <p key={e.note} className="banner warn" role="status" data-testid="expectation-warning">
+          {e.value}: {e.note}
+        </p>
       ))}
-    </dl>
+    </>
   );
 }
 
