@@ -140,6 +140,14 @@ def show(sweep_id: SweepArg, url: UrlOption = "", as_json: JsonOption = False) -
 
 
 @sweep_app.command()
+def resume(sweep_id: SweepArg, url: UrlOption = "") -> None:
+    """Run again every member that failed or was cancelled, from its newest checkpoint."""
+    sweep = request("POST", url or default_url(), f"/api/sweeps/{sweep_id}/resume")
+    state = ", ".join(f"{n} {s}" for s, n in sorted(sweep["counts"].items()))
+    console.print(f"sweep {sweep_id}: {state}")
+
+
+@sweep_app.command()
 def cancel(sweep_id: SweepArg, url: UrlOption = "") -> None:
     """Cancel every member not yet ended (a running one stops after its final checkpoint)."""
     sweep = request("POST", url or default_url(), f"/api/sweeps/{sweep_id}/cancel")

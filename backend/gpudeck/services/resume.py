@@ -49,7 +49,13 @@ def _same_devices_if_free(session: Session, source: Job) -> list[DeviceRef] | No
 
 
 def resume_job(
-    session: Session, job_id: int, request: JobResume, *, owner: str, data_dir: Path
+    session: Session,
+    job_id: int,
+    request: JobResume,
+    *,
+    owner: str,
+    data_dir: Path,
+    may_start_now: bool = True,
 ) -> Job:
     get_job(session, job_id)  # 404 first
     source = job_state.lock_job(session, job_id)  # two resumes at once: one waits, then sees
@@ -85,7 +91,7 @@ def resume_job(
         node=source.node if devices is None else None,
         name=request.name or f"{source.name[:120]}-resume",
     )
-    job = create_job(session, spec, owner=owner)
+    job = create_job(session, spec, owner=owner, may_start_now=may_start_now)
     job.resume_from_job_id = source.id
     session.flush()
     return job

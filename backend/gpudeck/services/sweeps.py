@@ -11,15 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, insert, select
+from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
 from gpudeck.engine.kinds import get_kind
 from gpudeck.models import Job, JobMetric, JobStatus, Sweep
 from gpudeck.schemas.failure import failure_cause
-from gpudeck.schemas.jobs import Progress
+from gpudeck.schemas.job_runs import JobResume
+from gpudeck.schemas.jobs import JobCreate, Progress
 from gpudeck.schemas.sweeps import SweepCreate, SweepMember, SweepPublic
 from gpudeck.services import job_state, queue, queue_actions
 from gpudeck.services import jobs as job_service
+from gpudeck.services import resume as resume_service
 from gpudeck.services.errors import Conflict, DomainError, InvalidInput, NotFound, TooLarge
 from gpudeck.services.placement import Readings
 from gpudeck.services.submit_checks import check_kind_inputs
@@ -196,8 +199,54 @@ def get_sweep(session: Session, sweep_id: int) -> Sweep:
 
 
 def member_jobs(session: Session, sweep_id: int) -> list[Job]:
-    query = select(Job).where(Job.sweep_id == sweep_id).order_by(Job.sweep_index)
+    """Each member's newest job (a resumed member has a new one), by index."""
+    query = (
+        select(Job)
+        .where(Job.sweep_id == sweep_id)
+        .order_by(Job.sweep_index, Job.id.desc())
+        .ext(distinct_on(Job.sweep_index))
+    )
     return list(session.scalars(query))
+
+
+# A member that ended in one of these is run again by a sweep's resume (stopped_early is not:
+# its rule found it hopeless).
+RESUMED = {JobStatus.failed, JobStatus.cancelled, JobStatus.lost, JobStatus.timeout}
+
+
+def resume_sweep(
+    session: Session, sweep_id: int, *, owner: job_service.Submitter, data_dir: Path
+) -> list[int]:
+    """Each member that failed or was cancelled (lost, timed out) runs again: from its newest
+    checkpoint where it has one, else from the start; the new jobs wait for the scheduler and
+    its max_parallel. Returns their ids."""
+    get_sweep(session, sweep_id)
+    started = []
+    for job in member_jobs(session, sweep_id):
+        if JobStatus(job.status) not in RESUMED:
+            continue
+        try:
+            again = resume_service.resume_job(
+                session,
+                job.id,
+                JobResume(name=job.name),
+                owner=owner.owner,
+                data_dir=data_dir,
+                may_start_now=False,
+            )
+        except (resume_service.NothingToResume, resume_service.NotResumable):
+            spec = JobCreate(
+                kind=job.kind, config=job.config, count=job.world_size, node=job.node, name=job.name
+            )
+            again = job_service.create_job(session, spec, owner=owner, may_start_now=False)
+        again.sweep_id, again.sweep_index, again.sweep_params = (
+            sweep_id,
+            job.sweep_index,
+            job.sweep_params,
+        )
+        started.append(again.id)
+    session.flush()
+    return started
 
 
 def newest_metrics(session: Session, job_ids: list[int]) -> dict[int, dict[str, float]]:
@@ -278,10 +327,17 @@ def list_sweeps(session: Session, limit: int = 50) -> list[tuple[Sweep, dict[str
     ids = [s.id for s in sweeps]
     counts: dict[int, Counter[str]] = {i: Counter() for i in ids}
     if ids:
-        rows = session.execute(
-            select(Job.sweep_id, Job.status, func.count())
+        newest = (
+            select(Job.sweep_id, Job.status)
             .where(Job.sweep_id.in_(ids))
-            .group_by(Job.sweep_id, Job.status)
+            .order_by(Job.sweep_id, Job.sweep_index, Job.id.desc())
+            .ext(distinct_on(Job.sweep_id, Job.sweep_index))
+            .subquery()
+        )
+        rows = session.execute(
+            select(newest.c.sweep_id, newest.c.status, func.count()).group_by(
+                newest.c.sweep_id, newest.c.status
+            )
         )
         for sweep_id, status, n in rows:
             if sweep_id is not None:

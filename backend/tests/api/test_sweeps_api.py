@@ -129,6 +129,16 @@ def test_the_scheduler_starts_at_most_max_parallel_members_and_a_cancel_reaches_
     jobs = [client.get(f"/api/jobs/{i}").json() for i in ids[1:3]]
     assert all(j["cancel_requested"] or j["status"] == "cancelled" for j in jobs), jobs
 
+    # Resuming the sweep runs its cancelled members (1-5: none had started its ranks) again,
+    # from their checkpoints where they have one, each in its place, waiting for its turn.
+    resumed = client.post(f"/api/sweeps/{sweep['id']}/resume").json()
+    again = {m["index"]: m for m in resumed["members"]}
+    assert [again[i]["status"] for i in range(1, 6)] == ["queued"] * 5
+    assert all(again[i]["job_id"] not in ids for i in range(1, 6))
+    assert [again[i]["params"] for i in range(6)] == [m["params"] for m in sweep["members"]]
+    assert again[0]["job_id"] == ids[0] and again[0]["status"] == "succeeded"
+    assert len(resumed["members"]) == 6 and resumed["counts"] == {"succeeded": 1, "queued": 5}
+
 
 def test_early_stopping_asks_a_hopeless_member_to_stop_and_it_ends_stopped_early(
     client: TestClient, db: Session, devices: str, scheduler: object

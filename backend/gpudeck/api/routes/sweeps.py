@@ -93,6 +93,25 @@ def cancel_sweep(sweep_id: SweepId, session: SessionDep, user: CurrentUser) -> S
     return sweeps.public(session, sweep)
 
 
+@router.post("/{sweep_id}/resume", responses={**NOT_FOUND, 403: {"model": ErrorResponse}})
+def resume_sweep(
+    sweep_id: SweepId, session: SessionDep, request: Request, user: CurrentUser
+) -> SweepPublic:
+    """Every member that failed or was cancelled (lost, timed out) runs again, from its newest
+    checkpoint where it has one; they wait for their turn under max_parallel."""
+    sweep = _owned(session, sweep_id, user)
+    job_service.check_may_submit(sweep.kind, user)
+    again = sweeps.resume_sweep(
+        session,
+        sweep_id,
+        owner=submitter(request, user),
+        data_dir=request.app.state.settings.data_dir,
+    )
+    audit.record(session, user, audit.JOB_RESUME, f"sweep:{sweep_id}", jobs=again)
+    session.commit()
+    return sweeps.public(session, sweep)
+
+
 @router.post("/{sweep_id}/hold", responses={**NOT_FOUND, 403: {"model": ErrorResponse}})
 def hold_sweep(sweep_id: SweepId, session: SessionDep, user: CurrentUser) -> SweepPublic:
     """Every member still waiting for devices is held; running ones go on."""
