@@ -17,6 +17,7 @@ from gpudeck.cli.http import (
     default_url,
     err_console,
     gib,
+    read_config,
     request,
     table,
 )
@@ -74,12 +75,7 @@ def submit(
     """Submit a job on chosen devices (--gpus) or on any (--count, on one node, or spread over
     nodes with --nodes or --devices-per-node); it waits in the queue while they are busy
     (--no-queue: fail instead)."""
-    text = open(config[1:]).read() if config.startswith("@") else config  # noqa: SIM115
-    try:
-        config_obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        err_console.print(f"[red]--config[/red] is not JSON: {exc}")
-        raise typer.Exit(2) from None
+    config_obj = read_config(config)
     url = url or default_url()
     if on_output is not None:
         config_obj, depends_on = prefill(url, kind, on_output, config_obj, depends_on)

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from gpudeck.cli.http import JsonOption, UrlOption, console, default_url, err_console, request
+from gpudeck.cli.http import (
+    JsonOption,
+    UrlOption,
+    console,
+    default_url,
+    read_config,
+    request,
+)
 
 
 def _mib(n: int) -> str:
@@ -31,12 +38,7 @@ def estimate(
     as_json: JsonOption = False,
 ) -> None:
     """How much memory each device will need, broken down, and how it was worked out."""
-    text = open(config[1:]).read() if config.startswith("@") else config  # noqa: SIM115
-    try:
-        config_obj: dict[str, Any] = json.loads(text)
-    except json.JSONDecodeError as exc:
-        err_console.print(f"[red]--config[/red] is not JSON: {exc}")
-        raise typer.Exit(2) from None
+    config_obj = read_config(config)
     body = {
         "kind": kind,
         "config": config_obj,

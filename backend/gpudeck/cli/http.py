@@ -3,6 +3,7 @@ errors are one line each, and output that fits the terminal without cutting name
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Annotated, Any, NoReturn
@@ -92,3 +93,14 @@ def size(n: int) -> str:
     if n >= 1024**3:
         return f"{n / 1024**3:.3g} GiB"
     return f"{n / 1024**2:.0f} MiB" if n >= 1024**2 else f"{n / 1024:.0f} KiB"
+
+
+def read_config(config: str) -> dict[str, Any]:
+    """A `--config` option's value: JSON, or `@file.json`; exit 2 with one line if not JSON."""
+    text = open(config[1:]).read() if config.startswith("@") else config  # noqa: SIM115
+    try:
+        value: dict[str, Any] = json.loads(text)
+    except json.JSONDecodeError as exc:
+        err_console.print(f"[red]--config[/red] is not JSON: {exc}")
+        raise typer.Exit(2) from None
+    return value

@@ -15,6 +15,7 @@ from gpudeck.cli.http import (
     console,
     default_url,
     err_console,
+    read_config,
     request,
     table,
 )
@@ -66,12 +67,7 @@ def submit(
 ) -> None:
     """Submit a sweep: a base job and the config values to vary, e.g.
     `gpudeck sweep submit sae --grid k=8,16,32 --grid lr=1e-3,4e-3 --max-parallel 2 --wait`."""
-    text = open(config[1:]).read() if config.startswith("@") else config  # noqa: SIM115
-    try:
-        base = json.loads(text)
-    except json.JSONDecodeError as exc:
-        err_console.print(f"[red]--config[/red] is not JSON: {exc}")
-        raise typer.Exit(2) from None
+    base = read_config(config)
     body: dict[str, Any] = {
         "job": {"kind": kind, "config": base, "count": count},
         "parameters": {
