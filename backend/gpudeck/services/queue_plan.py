@@ -32,17 +32,9 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpudeck.schemas.jobs import ReasonCode
+
 Key = tuple[str, str]  # (node, uuid)
-ReasonCode = Literal[
-    "devices_busy",
-    "priority",
-    "quota",
-    "dependency",
-    "held",
-    "insufficient_memory",
-    "preempting",
-    "sweep",
-]
 FAILED_DEPENDENCY = frozenset({"failed", "cancelled", "lost", "timeout", "stopped_early"})
 NEVER = math.inf
 _NO_DEPS = ("ok", "")
