@@ -116,11 +116,10 @@ def create_sweep(
 
     def submit(index: int) -> Job:
         chosen, config = planned[index]
-        member_spec = spec.job.model_copy(update={"config": config, "name": member_name(index)})
         try:
             return job_service.create_job(
                 session,
-                member_spec,
+                _member_spec(spec.job, config, member_name(index)),
                 owner=owner,
                 read_live=read_live,
                 data_dir=data_dir,
@@ -160,6 +159,11 @@ def create_sweep(
         session.execute(insert(Job), rows)
     session.flush()
     return sweep
+
+
+def _member_spec(job: JobCreate, config: dict[str, Any], name: str) -> JobCreate:
+    """A member as a single job: the sweep's job with the member's config and name."""
+    return job.model_copy(update={"config": config, "name": name})
 
 
 # What every member shares with the one that went through a single submit's checks.
@@ -220,7 +224,7 @@ def resume_sweep(
     """Each member that failed or was cancelled (lost, timed out) runs again: from its newest
     checkpoint where it has one, else from the start; the new jobs wait for the scheduler and
     its max_parallel. Returns their ids."""
-    get_sweep(session, sweep_id)
+    spec = SweepCreate.model_validate(get_sweep(session, sweep_id).spec)
     started = []
     for job in member_jobs(session, sweep_id):
         if JobStatus(job.status) not in RESUMED:
@@ -235,10 +239,14 @@ def resume_sweep(
                 may_start_now=False,
             )
         except (resume_service.NothingToResume, resume_service.NotResumable):
-            spec = JobCreate(
-                kind=job.kind, config=job.config, count=job.world_size, node=job.node, name=job.name
+            # From the start, placed and scheduled as the sweep's spec says (devices, count
+            # over nodes, priority, time limit), not only its count on its last node.
+            again = job_service.create_job(
+                session,
+                _member_spec(spec.job, job.config, job.name),
+                owner=owner,
+                may_start_now=False,
             )
-            again = job_service.create_job(session, spec, owner=owner, may_start_now=False)
         again.sweep_id, again.sweep_index, again.sweep_params = (
             sweep_id,
             job.sweep_index,
