@@ -19,30 +19,11 @@ from gpudeck.cli.http import (
     request,
     table,
 )
+from gpudeck.cli.sweep_params import RANDOM_FORMS, parameters
 
 sweep_app = typer.Typer(no_args_is_help=True, help="Sweeps: many jobs from one spec, compared.")
 SweepArg = Annotated[int, typer.Argument(min=1, help="the sweep's id")]
 ENDED = {"succeeded", "failed", "cancelled", "lost", "timeout", "stopped_early"}
-
-
-def parse_value(text: str) -> Any:
-    """`8` is a number, `true` a bool, `topk` a string: JSON when it reads as JSON."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def parse_lists(options: list[str], flag: str) -> dict[str, list[Any]]:
-    """`k=8,16,32` -> {"k": [8, 16, 32]}."""
-    out: dict[str, list[Any]] = {}
-    for option in options:
-        path, sep, values = option.partition("=")
-        if not sep or not path or not values:
-            err_console.print(f"[red]{flag}[/red] takes path=v1,v2,...: not {option!r}")
-            raise typer.Exit(2)
-        out[path] = [parse_value(v) for v in values.split(",")]
-    return out
 
 
 @sweep_app.command()
@@ -53,7 +34,19 @@ def submit(
     ] = None,
     zip_: Annotated[
         list[str] | None,
-        typer.Option("--zip", help="path=v1,v2,...: advanced together with the other --zip"),
+        typer.Option(
+            "--zip", help="path=v1,v2,...: advanced together with the other --zip (one length)"
+        ),
+    ] = None,
+    random: Annotated[
+        list[str] | None,
+        typer.Option(help=f"{RANDOM_FORMS}: drawn --draws times, seeded (repeatable)"),
+    ] = None,
+    draws: Annotated[
+        int | None, typer.Option(min=1, help="with --random: members drawn (per grid/zip row)")
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(min=0, help="with --random: the draws' seed (default 0)")
     ] = None,
     config: Annotated[str, typer.Option(help="the base config as JSON, or @file.json")] = "{}",
     count: Annotated[int, typer.Option(min=1, max=64, help="devices per member")] = 1,
@@ -65,15 +58,15 @@ def submit(
     url: UrlOption = "",
     as_json: JsonOption = False,
 ) -> None:
-    """Submit a sweep: a base job and the config values to vary, e.g.
-    `gpudeck sweep submit sae --grid k=8,16,32 --grid lr=1e-3,4e-3 --max-parallel 2 --wait`."""
+    """Submit a sweep: a base job and the config values to vary (dotted paths for nested
+    fields; values read as JSON), e.g.
+    `gpudeck sweep submit sae --grid k=8,16,32 --grid lr=1e-3,4e-3 --max-parallel 2 --wait`,
+    `--zip d_in=16,32 --zip d_sae=64,128` (d_in and d_sae in step), or
+    `--random lr=log_uniform:1e-4:1e-2 --random k=int:4:64 --draws 8 --seed 1`."""
     base = read_config(config)
     body: dict[str, Any] = {
         "job": {"kind": kind, "config": base, "count": count},
-        "parameters": {
-            "grid": parse_lists(grid or [], "--grid"),
-            "zip": parse_lists(zip_ or [], "--zip"),
-        },
+        "parameters": parameters(grid or [], zip_ or [], random or [], draws, seed),
     }
     if max_parallel is not None:
         body["max_parallel"] = max_parallel
