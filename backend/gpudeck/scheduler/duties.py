@@ -35,6 +35,8 @@ class Context:
     explained_at: list[float] = field(default_factory=lambda: [-math.inf])
     # the waiting jobs as the last pass read them: a pass re-reads only changed rows
     waiting: queue.WaitingCache = field(default_factory=queue.WaitingCache)
+    # sweeps' metric curves as early stopping last read them: a look reads only new rows
+    curves: early_stop.CurveCache = field(default_factory=early_stop.CurveCache)
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,7 @@ def stop_hopeless_members(ctx: Context) -> list[int]:
     """Sweeps' early stopping (services/early_stop.py): the members to stop are cancelled with
     their reason; their workers stop them with a final checkpoint."""
     with transaction(ctx.sessions) as session:
-        stops = early_stop.stop_hopeless(session)
+        stops = early_stop.stop_hopeless(session, ctx.curves)
     for stop in stops:
         log.info("job %s: %s", stop.job_id, stop.reason)
     return [s.job_id for s in stops]

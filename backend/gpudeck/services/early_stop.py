@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from sqlalchemy import func, select
+from sqlalchemy import BigInteger, and_, column, func, select, values
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Job, JobMetric, JobStatus, Sweep
 from gpudeck.schemas.sweeps import EarlyStop
+from gpudeck.services.job_state import TERMINAL
 
 # One member's curve of the rule's metric: (step, value), steps ascending.
 Curve = Sequence[tuple[int, float]]
@@ -94,9 +96,71 @@ def to_stop(
     return out
 
 
-def stop_hopeless(session: Session) -> list[Stop]:
+@dataclass
+class SweepCurves:
+    """One sweep's curves of its rule's metric as the looks read them. A member's curve is
+    complete once it is read a look after the member was seen ended (rows its worker sent
+    just before it ended may be committed just after)."""
+
+    metric: str
+    curves: dict[int, list[tuple[int, float]]] = field(default_factory=dict)
+    ended: set[int] = field(default_factory=set)
+    complete: set[int] = field(default_factory=set)
+    used_at: float = 0.0
+
+
+@dataclass
+class CurveCache:
+    """The scheduler's curves by sweep, so that a look (every second) reads only the metric
+    rows written since the last: per member, those past the newest step it has. A member
+    re-run from a checkpoint under the same job (preempted and requeued) writes again steps
+    the cache has: they are not read again (its best so far already counts them). A sweep
+    not looked at for `keep_s` is forgotten."""
+
+    sweeps: dict[int, SweepCurves] = field(default_factory=dict)
+    keep_s: float = 600.0
+
+    def of(self, sweep_id: int, metric: str) -> SweepCurves:
+        now = time.monotonic()
+        for old in [s for s, c in self.sweeps.items() if now - c.used_at > self.keep_s]:
+            del self.sweeps[old]
+        entry = self.sweeps.get(sweep_id)
+        if entry is None or entry.metric != metric:
+            entry = self.sweeps[sweep_id] = SweepCurves(metric)
+        entry.used_at = now
+        return entry
+
+
+SEEN = values(column("job_id", BigInteger), column("step", BigInteger), name="seen")
+
+
+def read_curves(
+    session: Session, entry: SweepCurves, members: Sequence[tuple[int, str]]
+) -> dict[int, list[tuple[int, float]]]:
+    """`entry`'s curves brought up to date with the rows written since it was last read, for
+    the members (job id, status) not complete and not queued (a queued member has no new rows
+    yet; any it has are read when it runs)."""
+    entry.complete |= entry.ended
+    stale = [(j, c[-1][0] if (c := entry.curves.get(j)) else -1) for j, status in members
+             if j not in entry.complete and status != JobStatus.queued]  # fmt: skip
+    if stale:
+        seen = SEEN.data(stale)
+        rows = session.execute(
+            select(JobMetric.job_id, JobMetric.step, JobMetric.metrics[entry.metric].as_float())
+            .join(seen, and_(JobMetric.job_id == seen.c.job_id, JobMetric.step > seen.c.step))
+            .where(JobMetric.metrics.has_key(entry.metric))
+            .order_by(JobMetric.job_id, JobMetric.step)
+        )
+        for job_id, step, value in rows:
+            entry.curves.setdefault(job_id, []).append((int(step), float(value)))
+    entry.ended = {j for j, status in members if status in TERMINAL}
+    return entry.curves
+
+
+def stop_hopeless(session: Session, cache: CurveCache | None = None) -> list[Stop]:
     """One look at every sweep with a rule and a running member; the stops are asked for in
-    the caller's transaction."""
+    the caller's transaction. With `cache` (the scheduler's), only new metric rows are read."""
+    cache = cache or CurveCache()
     sweeps = session.execute(
         select(Sweep.id, Sweep.spec).where(
             Sweep.spec["early_stop"].isnot(None),
@@ -119,18 +183,8 @@ def stop_hopeless(session: Session) -> list[Stop]:
         ).all()
         running = [j for j, status, stopped in members if status == "running" and not stopped]
         succeeded = [j for j, status, _ in members if status == "succeeded"]
-        metric = JobMetric.metrics[rule.metric].as_float()
-        rows = session.execute(
-            select(JobMetric.job_id, JobMetric.step, metric)
-            .where(
-                JobMetric.job_id.in_([j for j, _, _ in members]),
-                JobMetric.metrics.has_key(rule.metric),
-            )
-            .order_by(JobMetric.job_id, JobMetric.step)
-        )
-        curves: dict[int, list[tuple[int, float]]] = {}
-        for job_id, step, value in rows:
-            curves.setdefault(job_id, []).append((int(step), float(value)))
+        entry = cache.of(sweep_id, rule.metric)
+        curves = read_curves(session, entry, [(j, status) for j, status, _ in members])
         for stop in to_stop(rule, running, curves, succeeded):
             job = session.get(Job, stop.job_id, with_for_update=True)
             if job is None or job.status != JobStatus.running or job.early_stopped_at:
