@@ -1,6 +1,7 @@
 // Browser tests of sweeps (issue 27): an SAE sweep over k started from the new-job form,
 // watched on its page until every member succeeds, its frontier checked (more active latents,
-// more variance explained) and linked to the members; and the sweep page with 1,000 stubbed
+// more variance explained) and linked to the members; a random sweep and an in-step (zip) one
+// from the form, their members on the sweep page; and the sweep page with 1,000 stubbed
 // members, timing the scatter's draw. Called from run.mjs.
 import { waitFor } from "./lib.mjs";
 
@@ -54,6 +55,31 @@ async function fillSweepForm(page) {
   await page.getByLabel("sweep field 1").selectOption("k");
   await page.getByLabel("sweep values 1").fill(KS.join(", "));
   await field(page, "max parallel").fill("2");
+}
+
+/** Sweep row n: its field, how it varies ("grid", "zip", "random") and its values or draw. */
+async function setRow(page, n, { path, how, values, distribution, low, high }) {
+  if (n > (await page.getByTestId("sweep-row").count())) await page.getByRole("button", { name: "+ add a field" }).click();
+  await page.getByLabel(`sweep field ${n}`).selectOption(path);
+  await page.getByLabel(`sweep how ${n}`).selectOption(how);
+  if (distribution) await page.getByLabel(`sweep distribution ${n}`).selectOption(distribution);
+  if (values !== undefined) await page.getByLabel(`sweep values ${n}`).fill(values);
+  if (low !== undefined) await page.getByLabel(`sweep low ${n}`).fill(low);
+  if (high !== undefined) await page.getByLabel(`sweep high ${n}`).fill(high);
+}
+
+/** Start the sweep the form shows (its button saying `members`); its members as the API lists them. */
+async function startSweep(page, server, members) {
+  const submit = page.getByTestId("submit");
+  const label = `Start sweep · ${members} members`;
+  await waitFor(async () => (await submit.isEnabled()) && (await submit.textContent()) === label, { timeoutMs: 30000, what: label });
+  await submit.click();
+  await page.waitForURL(/\/sweeps\/\d+$/, { timeout: 30000 });
+  const id = Number(page.url().split("/").pop());
+  await waitFor(async () => (await page.getByTestId("member-row").count()) === members, { what: `${members} rows on sweep ${id}'s page` });
+  const sweep = (await server.api(`/api/sweeps/${id}`)).body;
+  await server.api(`/api/sweeps/${id}/cancel`, { method: "POST" }); // seen: they need not train
+  return sweep.members.map((m) => m.params);
 }
 
 export async function sweepTests({ test, page, server, url, shot, jobTimeoutMs }) {
@@ -158,6 +184,34 @@ export async function sweepTests({ test, page, server, url, shot, jobTimeoutMs }
     const row = page.locator(`[data-testid="sweep-row"][data-sweep-id="${sweepId}"]`);
     await row.waitFor({ timeout: 15000 });
     if (!(await row.textContent()).includes("4 succeeded")) throw new Error(`the Sweeps list says ${await row.textContent()}`);
+  });
+
+  await test("a random sweep and an in-step sweep from the form: their members on the sweep page", async () => {
+    await page.goto(url("/new"));
+    await fillSweepForm(page);
+    await setRow(page, 1, { path: "lr", how: "random", distribution: "log_uniform", low: "0", high: "1e-2" });
+    const row1 = page.getByTestId("sweep-row").first();
+    if (!/needs low above 0/.test(await row1.textContent())) throw new Error(`row 1 says ${await row1.textContent()}`);
+    await page.getByLabel("sweep low 1").fill("1e-4");
+    await setRow(page, 2, { path: "k", how: "random", low: "2", high: "16" }); // an int field: drawn as a whole number
+    await field(page, "draws").fill("3");
+    await field(page, "draw seed").fill("5");
+    await shot(page, "sweep-random-form.png");
+    const drawn = await startSweep(page, server, 3);
+    const bad = drawn.find((p) => !(p.lr >= 1e-4 && p.lr <= 1e-2 && Number.isInteger(p.k) && p.k >= 2 && p.k <= 16));
+    if (bad) throw new Error(`a member drew ${JSON.stringify(bad)}`);
+
+    await page.goto(url("/new"));
+    await fillSweepForm(page);
+    await setRow(page, 1, { path: "d_in", how: "zip", values: "16, 32" });
+    await setRow(page, 2, { path: "d_sae", how: "zip", values: "64, 128, 256" });
+    const count = page.getByTestId("sweep-count");
+    if (!/d_in has 2, d_sae has 3/.test(await count.textContent())) throw new Error(`the form says ${await count.textContent()}`);
+    await page.getByLabel("sweep values 2").fill("64, 128");
+    await setRow(page, 3, { path: "k", how: "grid", values: "2, 4" });
+    const zipped = await startSweep(page, server, 4);
+    const pairs = zipped.map((p) => `${p.d_in}/${p.d_sae}/${p.k}`).join(" ");
+    if (pairs !== "16/64/2 32/128/2 16/64/4 32/128/4") throw new Error(`the members are ${pairs}`);
   });
 
   await test("the sweep page with 1,000 members draws its scatter in under a second", async () => {

@@ -3,35 +3,43 @@ import { useNavigate } from "react-router-dom";
 import { ApiError, fieldErrors } from "../client/api";
 import type { JobCreate } from "../client/types";
 import type { FieldSpec } from "../lib/schemaForm";
-import { gridOf, memberCount, sortSweepErrors, sweepBody, type SweepErrors, type SweepRow } from "../lib/sweep/sweepForm";
+import { sortSweepErrors, sweepBody, type SweepErrors } from "../lib/sweep/sweepForm";
+import { distributionFor, emptyRow, planSweep, type SweepRow } from "../lib/sweep/sweepParameters";
 import { useCreateSweep } from "./useSweeps";
 
 const NO_ERRORS: SweepErrors = { job: {}, rows: {}, sweep: [] };
 
 /**
- * The new-job form's sweep: on or off (/new?sweep=1 opens it on), its rows and max_parallel,
- * the member count they make, and POST /api/sweeps; on success the page moves to the sweep.
+ * The new-job form's sweep: on or off (/new?sweep=1 opens it on), its rows (grid, zip or
+ * random), random's draws and seed, max_parallel, the member count they make, and
+ * POST /api/sweeps; on success the page moves to the sweep.
  */
 export function useSweepForm(initiallyOn: boolean, specs: ReadonlyMap<string, FieldSpec>) {
   const navigate = useNavigate();
   const create = useCreateSweep();
   const [on, setOn] = useState(initiallyOn);
-  const [rows, setRows] = useState<SweepRow[]>([{ path: "", text: "" }]);
+  const [rows, setRows] = useState<SweepRow[]>([emptyRow()]);
   const [maxParallel, setMaxParallel] = useState("");
+  const [draws, setDraws] = useState("8");
+  const [seed, setSeed] = useState("");
   const [errors, setErrors] = useState<SweepErrors>(NO_ERRORS);
-  const grid = useMemo(() => gridOf(rows, specs), [rows, specs]);
-  const count = memberCount(grid);
+  const plan = useMemo(() => planSweep(rows, specs, draws, seed), [rows, specs, draws, seed]);
 
   const setRow = (i: number, row: SweepRow) => {
-    setRows(rows.map((r, n) => (n === i ? row : r)));
-    setErrors((e) => ({ ...e, rows: {}, sweep: [] }));
+    const old = rows[i];
+    // a field newly drawn at random starts on the distribution its kind suggests
+    const fresh = old && row.mode === "random" && (old.mode !== "random" || old.path !== row.path);
+    const next = fresh ? { ...row, distribution: distributionFor(specs.get(row.path)) } : row;
+    setRows(rows.map((r, n) => (n === i ? next : r)));
+    setErrors((e) => ({ ...e, rows: {}, sweep: [], draws: undefined, seed: undefined }));
   };
   const submit = (job: JobCreate) => {
     setErrors(NO_ERRORS);
-    create.mutate(sweepBody(job, grid, maxParallel), {
+    create.mutate(sweepBody(job, plan.parameters, maxParallel), {
       onSuccess: (sweep) => navigate(`/sweeps/${sweep.id}`),
       onError: (error) => {
-        if (error instanceof ApiError && error.status === 422) setErrors(sortSweepErrors(fieldErrors(error.body), Object.keys(grid)));
+        const paths = rows.map((r) => r.path).filter(Boolean);
+        if (error instanceof ApiError && error.status === 422) setErrors(sortSweepErrors(fieldErrors(error.body), paths));
       },
     });
   };
@@ -41,14 +49,21 @@ export function useSweepForm(initiallyOn: boolean, specs: ReadonlyMap<string, Fi
     setOn,
     rows,
     setRow,
-    addRow: () => setRows([...rows, { path: "", text: "" }]),
+    addRow: () => setRows([...rows, emptyRow()]),
     removeRow: (i: number) => setRows(rows.filter((_, n) => n !== i)),
     maxParallel,
     setMaxParallel,
-    count,
+    draws,
+    setDraws,
+    seed,
+    setSeed,
+    random: rows.some((r) => r.mode === "random"),
+    count: plan.count,
+    blocker: plan.blocker,
     submit,
     pending: create.isPending,
-    errors,
+    /** the API's messages, and beside each row what is wrong with it as typed */
+    errors: { ...errors, rows: { ...plan.rowErrors, ...errors.rows } },
     otherError: create.error && !handled ? create.error.message : null,
   };
 }

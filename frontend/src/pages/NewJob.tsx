@@ -95,7 +95,7 @@ export function NewJob() {
   const nodesError =
     spreadNodes !== null && count % spreadNodes !== 0 ? `${count} devices do not split evenly over ${spreadNodes} nodes` : null;
   const canWait = scheduling.body.queue !== false;
-  const sweepBlocker = sweep.on && sweep.count === 0 ? "Give the sweep a field and its values." : null;
+  const sweepBlocker = sweep.on ? sweep.blocker : null;
   const blocker = nodesError ?? sweepBlocker ?? startBlocker({ selected: selectedDevices, taken, canWait, count, ...placement });
   const selectedFree = selectedDevices.map((d) => d.memory_free_bytes).filter((free): free is number => typeof free === "number");
 

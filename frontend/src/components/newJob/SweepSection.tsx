@@ -1,6 +1,7 @@
 import type { SweepForm } from "../../hooks/useSweepForm";
 import type { FieldSpec } from "../../lib/schemaForm";
 import { ConfigField } from "./ConfigField";
+import { SweepRowFields } from "./SweepRowFields";
 
 // drawn with the kind form's field specs and inputs, as the Scheduling section is
 const ON: FieldSpec = {
@@ -9,7 +10,27 @@ const ON: FieldSpec = {
   label: "sweep",
   kind: "bool",
   default: false,
-  hint: "one job for each combination of the values given below (POST /api/sweeps)",
+  hint: "one job per member: every combination of the rows below, rows in step advanced together, random rows drawn (POST /api/sweeps)",
+};
+const DRAWS: FieldSpec = {
+  path: "sweep.draws",
+  apiName: "count",
+  label: "draws",
+  kind: "int",
+  default: "",
+  min: 1,
+  max: 1000,
+  hint: "members drawn at random, for each combination of the other rows",
+};
+const SEED: FieldSpec = {
+  path: "sweep.seed",
+  apiName: "seed",
+  label: "draw seed",
+  kind: "int",
+  default: "",
+  optional: true,
+  min: 0,
+  hint: "the same seed draws the same values; empty: 0",
 };
 const MAX_PARALLEL: FieldSpec = {
   path: "sweep.max_parallel",
@@ -30,8 +51,9 @@ interface Props {
 }
 
 /**
- * "Sweep": ticked, the form starts one job per combination of the values given here (each
- * row a config field and its values), at most max_parallel at once, instead of one job.
+ * "Sweep": ticked, the form starts one job per member instead of one job: every combination of
+ * the rows (each a config field and its values, or how to draw them), at most max_parallel at
+ * once.
  */
 export function SweepSection({ sweep, fields }: Props) {
   const { errors } = sweep;
@@ -42,42 +64,25 @@ export function SweepSection({ sweep, fields }: Props) {
       {sweep.on && (
         <>
           {sweep.rows.map((row, i) => (
-            <div className="sweep-row" key={i} data-testid="sweep-row">
-              <select
-                aria-label={`sweep field ${i + 1}`}
-                value={row.path}
-                onChange={(e) => sweep.setRow(i, { ...row, path: e.target.value })}
-              >
-                <option value="">choose a field…</option>
-                {fields.map((f) => (
-                  <option key={f.path} value={f.path}>
-                    {f.label === f.path ? f.path : `${f.label} (${f.path})`}
-                  </option>
-                ))}
-              </select>
-              <input
-                type="text"
-                aria-label={`sweep values ${i + 1}`}
-                placeholder="values: 2, 4, 8"
-                value={row.text}
-                aria-invalid={errors.rows[row.path] ? true : undefined}
-                onChange={(e) => sweep.setRow(i, { ...row, text: e.target.value })}
-              />
-              {sweep.rows.length > 1 && (
-                <button type="button" className="link-button small" onClick={() => sweep.removeRow(i)}>
-                  remove
-                </button>
-              )}
-              {errors.rows[row.path] && (
-                <span className="field-error" role="alert" data-testid="sweep-member-error">
-                  {errors.rows[row.path]}
-                </span>
-              )}
-            </div>
+            <SweepRowFields
+              key={i}
+              n={i + 1}
+              row={row}
+              fields={fields}
+              error={errors.rows[row.path]}
+              onChange={(next) => sweep.setRow(i, next)}
+              onRemove={sweep.rows.length > 1 ? () => sweep.removeRow(i) : undefined}
+            />
           ))}
           <button type="button" className="link-button small" onClick={sweep.addRow}>
             + add a field
           </button>
+          {sweep.random && (
+            <>
+              <ConfigField spec={DRAWS} value={sweep.draws} error={errors.draws} onChange={(_, value) => sweep.setDraws(String(value))} />
+              <ConfigField spec={SEED} value={sweep.seed} error={errors.seed} onChange={(_, value) => sweep.setSeed(String(value))} />
+            </>
+          )}
           <ConfigField
             spec={MAX_PARALLEL}
             value={sweep.maxParallel}
@@ -85,7 +90,7 @@ export function SweepSection({ sweep, fields }: Props) {
             onChange={(_, value) => sweep.setMaxParallel(String(value))}
           />
           <p className="small" data-testid="sweep-count">
-            {sweep.count === 0 ? "Give a field and its values." : `${sweep.count} member${sweep.count === 1 ? "" : "s"}`}
+            {sweep.count === 0 ? sweep.blocker : `${sweep.count} member${sweep.count === 1 ? "" : "s"}`}
           </p>
           {errors.sweep.map((msg) => (
             <p key={msg} className="field-error" role="alert" data-testid="sweep-member-error">

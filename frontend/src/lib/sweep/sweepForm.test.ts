@@ -1,20 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { FieldSpec } from "../schemaForm";
-import { gridOf, memberCount, sortSweepErrors, splitValues, sweepBody } from "./sweepForm";
-
-const spec = (path: string, kind: FieldSpec["kind"], extra: Partial<FieldSpec> = {}): FieldSpec => ({
-  path,
-  label: path,
-  kind,
-  default: "",
-  ...extra,
-});
-const SPECS = new Map([
-  ["k", spec("k", "int")],
-  ["lr", spec("lr", "float")],
-  ["architecture", spec("architecture", "select", { options: ["topk", "standard"] })],
-  ["sparse_decoder", spec("sparse_decoder", "bool")],
-]);
+import { sortSweepErrors, splitValues, sweepBody } from "./sweepForm";
 
 describe("the form's sweep", () => {
   it("splits values at the commas outside brackets and quotes", () => {
@@ -22,33 +7,15 @@ describe("the form's sweep", () => {
     expect(splitValues('[1, 2], {"a": 1, "b": 2}, "x,y"')).toEqual(["[1, 2]", '{"a": 1, "b": 2}', '"x,y"']);
   });
 
-  it("reads each value as its field reads one, and counts every combination", () => {
-    const grid = gridOf(
-      [
-        { path: "k", text: "2, 4, 8, 16" },
-        { path: "lr", text: "1e-3, 0.004" },
-        { path: "architecture", text: "topk, standard" },
-        { path: "sparse_decoder", text: "true, false" },
-        { path: "", text: "1, 2" }, // no field chosen: left out
-      ],
-      SPECS,
-    );
-    expect(grid).toEqual({ k: [2, 4, 8, 16], lr: [0.001, 0.004], architecture: ["topk", "standard"], sparse_decoder: [true, false] });
-    expect(memberCount(grid)).toBe(32);
-    expect(memberCount({})).toBe(0);
-    // what the browser cannot read goes as typed: the API's 422 names it
-    expect(gridOf([{ path: "k", text: "2, x" }], SPECS)).toEqual({ k: [2, "x"] });
-  });
-
   it("posts the form's job as `job`, its name as the sweep's, and max_parallel when set", () => {
     const job = { kind: "sae", config: { steps: 60 }, count: 1, name: "ks", queue: true };
-    expect(sweepBody(job, { k: [2, 4] }, "2")).toEqual({
+    expect(sweepBody(job, { grid: { k: [2, 4] } }, "2")).toEqual({
       name: "ks",
       job: { kind: "sae", config: { steps: 60 }, count: 1, queue: true },
       parameters: { grid: { k: [2, 4] } },
       max_parallel: 2,
     });
-    expect(sweepBody({ kind: "sae", config: {} }, { k: [2] }, " ")).not.toHaveProperty("max_parallel");
+    expect(sweepBody({ kind: "sae", config: {} }, { grid: { k: [2] } }, " ")).not.toHaveProperty("max_parallel");
   });
 
   it("puts a bad member's message beside the field it varies, the base job's beside the form's field", () => {
@@ -65,5 +32,25 @@ describe("the form's sweep", () => {
     expect(sorted.job).toEqual({ "config.d_in": "Input should be greater than or equal to 1" });
     expect(sorted.maxParallel).toBe("Input should be greater than or equal to 1");
     expect(sorted.sweep).toEqual(["does not fit (member 2: d_in=32768)"]);
+  });
+
+  it("puts the API's word on a random row, its draws and its seed beside them", () => {
+    const sorted = sortSweepErrors(
+      {
+        "parameters.random.lr": "Value error, log_uniform needs low above 0",
+        "parameters.zip.dataset.num_features": "Input should be a valid list",
+        "members[3].config.lr": "Input should be less than 1 (member 3: lr=2.5)",
+        "parameters.count": "Input should be greater than or equal to 1",
+        "parameters.seed": "Input should be a valid integer",
+      },
+      ["lr", "dataset.num_features"],
+    );
+    expect(sorted.rows).toEqual({
+      lr: "Value error, log_uniform needs low above 0; Input should be less than 1 (member 3: lr=2.5)",
+      "dataset.num_features": "Input should be a valid list",
+    });
+    expect(sorted.draws).toBe("Input should be greater than or equal to 1");
+    expect(sorted.seed).toBe("Input should be a valid integer");
+    expect(sorted.sweep).toEqual([]);
   });
 });

@@ -1,19 +1,12 @@
 /**
- * The new-job form's "Sweep": for any config field, a list of values (every combination is a
- * member, the API's grid), and max_parallel. Pure: what was typed in, the request body and the
- * member count out, and the API's 422 sorted into the form's places.
+ * The new-job form's "Sweep": the values typed for a field (its rows: sweepParameters.ts) and
+ * max_parallel. Pure: what was typed in, the request body out, and the API's 422 sorted into
+ * the form's places.
  */
-import type { SweepCreate } from "../../client/sweepTypes";
+import type { SweepCreate, SweepParameters } from "../../client/sweepTypes";
 import type { JobCreate } from "../../client/types";
 import { configValue, readValue } from "../fieldValues";
 import type { FieldSpec } from "../schemaForm";
-
-export interface SweepRow {
-  /** the config field's path ("k", "dataset.num_features") */
-  path: string;
-  /** its values as typed, separated by commas: "2, 4, 8, 16" */
-  text: string;
-}
 
 /** A field a sweep can vary: one value of its own (not a list's or a map's rows). */
 export function sweepable(spec: FieldSpec): boolean {
@@ -48,22 +41,6 @@ export function rowValues(spec: FieldSpec | undefined, text: string): unknown[] 
   });
 }
 
-/** The grid: each row with a field and at least one value (a path named twice: the last row). */
-export function gridOf(rows: SweepRow[], specs: ReadonlyMap<string, FieldSpec>): Record<string, unknown[]> {
-  const grid: Record<string, unknown[]> = {};
-  for (const row of rows) {
-    const values = rowValues(specs.get(row.path), row.text);
-    if (row.path && values.length > 0) grid[row.path] = values;
-  }
-  return grid;
-}
-
-/** Every combination: the product of the lists' lengths (0 without any). */
-export function memberCount(grid: Record<string, unknown[]>): number {
-  const lists = Object.values(grid);
-  return lists.length === 0 ? 0 : lists.reduce((n, values) => n * values.length, 1);
-}
-
 /** max_parallel as typed: empty is none (no limit); else a whole number, or the text for the API to refuse. */
 export function maxParallelOf(text: string): number | string | undefined {
   const t = text.trim();
@@ -73,13 +50,13 @@ export function maxParallelOf(text: string): number | string | undefined {
 }
 
 /** POST /api/sweeps: the form's job as `job`, its name as the sweep's. */
-export function sweepBody(job: JobCreate, grid: Record<string, unknown[]>, maxParallel: string): SweepCreate {
+export function sweepBody(job: JobCreate, parameters: SweepParameters, maxParallel: string): SweepCreate {
   const { name, ...rest } = job;
   const limit = maxParallelOf(maxParallel);
   return {
     ...(name ? { name } : {}),
     job: rest,
-    parameters: { grid: grid as SweepCreate["parameters"]["grid"] },
+    parameters,
     // a typed word goes as typed, so the API's 422 names it beside the field
     ...(limit !== undefined ? { max_parallel: limit as number } : {}),
   };
@@ -90,15 +67,18 @@ export interface SweepErrors {
   job: Record<string, string>;
   /** by parameter path ("k"): a member's message, which names its index and values */
   rows: Record<string, string>;
-  /** the API's message on max_parallel */
+  /** the API's message on max_parallel, and on random's draws (`count`) and seed */
   maxParallel?: string;
+  draws?: string;
+  seed?: string;
   /** whatever names no place above: "parameters...", a member's devices */
   sweep: string[];
 }
 
 /**
  * The 422's messages (fieldErrors keys) sorted: "job.config.d_in" -> config.d_in beside its field;
- * "members[1].config.k" (or "members[1].k") -> the row varying k, else the sweep's messages.
+ * "members[1].config.k" (or "members[1].k", or "parameters.random.k") -> the row varying k,
+ * "parameters.count" and "parameters.seed" -> random's draws and seed, else the sweep's messages.
  */
 export function sortSweepErrors(errors: Record<string, string>, paths: string[]): SweepErrors {
   const out: SweepErrors = { job: {}, rows: {}, sweep: [] };
@@ -107,11 +87,13 @@ export function sortSweepErrors(errors: Record<string, string>, paths: string[])
       out.job[key.slice(4)] = msg;
       continue;
     }
-    const member = /^members\[\d+\]\.(?:config\.)?(.*)$/.exec(key);
-    const path = member ? paths.find((p) => member[1] === p || member[1]?.startsWith(`${p}.`)) : undefined;
+    const place = /^members\[\d+\]\.(?:config\.)?(.*)$/.exec(key) ?? /^parameters\.(?:grid|zip|random)\.(.*)$/.exec(key);
+    const path = place ? paths.find((p) => place[1] === p || place[1]?.startsWith(`${p}.`)) : undefined;
     if (path !== undefined) out.rows[path] = out.rows[path] ? `${out.rows[path]}; ${msg}` : msg;
     else if (key === "name") out.job[key] = msg;
     else if (key === "max_parallel") out.maxParallel = msg;
+    else if (key === "parameters.count") out.draws = msg;
+    else if (key === "parameters.seed") out.seed = msg;
     else out.sweep.push(key.startsWith("members[") ? msg : `${key}: ${msg}`);
   }
   return out;
