@@ -26,8 +26,10 @@ from gpudeck.cli.http import (
     request,
     size,
 )
+from gpudeck.cli.job_figures import bar_lines, figure_rows, latest_values
 from gpudeck.cli.scheduling import describe_submitted
 
+FIGURE_STEPS = 10_000  # `show` reads the metrics of this many last steps for the figures
 JobArg = Annotated[int, typer.Argument(min=1, help="the job's id")]
 
 
@@ -67,6 +69,9 @@ def show(job_id: JobArg, url: UrlOption = "", as_json: JsonOption = False) -> No
         ("peak / device", gib(job["peak_memory_bytes"])),
     ]
     rows += _memory_rows(job)
+    kind = request("GET", url or default_url(), f"/api/kinds/{job['kind']}")
+    latest = _latest(url or default_url(), job)
+    rows += figure_rows(kind, latest)
     if job["resume_from_job_id"]:
         rows.append(("resumes", f"job {job['resume_from_job_id']}"))
     if job["error_summary"]:
@@ -77,14 +82,34 @@ def show(job_id: JobArg, url: UrlOption = "", as_json: JsonOption = False) -> No
     for key, value in rows:
         table.add_row(key, value)
     console.print(table)
-    _show_ranks(url or default_url(), job)
+    for chart in (c for c in kind["charts"] if c.get("style") == "bars"):
+        lines = bar_lines(chart, latest)
+        if lines:
+            console.print("\n" + "\n".join(lines), markup=False, highlight=False)
+    _show_ranks(url or default_url(), job, kind)
     if job["error"] and job["error"].strip() != job["error_summary"]:
         console.print("\n" + job["error"].rstrip(), markup=False, highlight=False)
 
 
-def _show_ranks(url: str, job: dict[str, Any]) -> None:
+def _latest(url: str, job: dict[str, Any]) -> dict[str, float]:
+    """The newest value of each metric over the last FIGURE_STEPS steps; {} where the
+    metrics are the owner's alone (or cannot be read)."""
+    after = max(0, (job["progress"]["step"] or 0) - FIGURE_STEPS)
+    try:
+        answer = httpx.get(
+            f"{url.rstrip('/')}/api/jobs/{job['id']}/metrics",
+            params={"after_step": after} if after else {},
+            headers=auth_headers(),
+            timeout=30.0,
+        )
+    except httpx.HTTPError:
+        return {}
+    return latest_values(answer.json()["items"]) if answer.status_code == 200 else {}
+
+
+def _show_ranks(url: str, job: dict[str, Any], kind: dict[str, Any]) -> None:
     """A map job's ranks, one line each (nothing for other kinds)."""
-    if not map_ranks.is_map_kind(request("GET", url, f"/api/kinds/{job['kind']}")):
+    if not map_ranks.is_map_kind(kind):
         return
     progress = map_ranks.fetch(url, job["id"])
     if progress and progress["ranks"]:

@@ -18,6 +18,13 @@ COMPLETE_MARKER = ".gpudeck-complete"
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 
 
+def job_checkpoints(data_dir: Path, job_id: int) -> Path:
+    """Where job `job_id`'s checkpoints are written, under the data directory: the worker
+    gives a job this directory, and a job that reads another's checkpoints (an evaluation)
+    finds them here."""
+    return data_dir / "checkpoints" / str(job_id)
+
+
 def step_of(path: Path) -> int | None:
     """n for a directory named `step_<n>`; None for any other name."""
     match = _STEP_DIR.match(path.name)

@@ -92,6 +92,13 @@ class FollowUp:
     label: str
     config: dict[str, Any]
     note: str = ""  # how a figure was found, when it is a guess the user should check
+    # The follow-up's config field that takes the source job's id (a job that reads the
+    # source's checkpoints, as an evaluation does); the service fills it in, and lists the
+    # jobs whose field names a source as that source's follow-ups.
+    source_field: str | None = None
+    # False: it works on what the source has written so far (its checkpoints), so it waits
+    # for no end and follows a source that failed or was cancelled too.
+    needs_output: bool = True
 
 
 @dataclass(frozen=True)
@@ -114,11 +121,15 @@ class Series:
 
 @dataclass(frozen=True)
 class Chart:
-    """One chart on the job page: the named metrics against the step."""
+    """One chart on the job page: the named metrics against the step (or, as bars, their
+    latest values)."""
 
     title: str
     series: tuple[Series, ...]
     log_y: bool = False
+    # "line": each series against the step; "bars": one bar per series, its latest value,
+    # labelled by the series' label (a histogram whose bins the series are).
+    style: Literal["line", "bars"] = "line"
 
 
 @dataclass(frozen=True)

@@ -328,6 +328,10 @@ class ChartPublic(BaseModel):
     title: str
     series: list[SeriesPublic]
     log_y: bool
+    style: Literal["line", "bars"] = Field(
+        default="line",
+        description="line: each series against the step; bars: each series' latest value",
+    )
 
 
 class JobKindPublic(BaseModel):

@@ -30,6 +30,7 @@ from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
 from gpudeck.core.netif import socket_ifname
 from gpudeck.core.redis import sync_client
+from gpudeck.engine.checkpoint_dir import job_checkpoints
 from gpudeck.engine.checkpoint_tmp import remove_partial
 from gpudeck.engine.command import CommandGroup
 from gpudeck.engine.contract import DeviceType, EventsTarget, JobLaunch
@@ -89,7 +90,7 @@ class Outcome:
 
 def job_paths(data_dir: Path, job_id: int) -> tuple[Path, Path]:
     """(run dir with rank logs, checkpoint dir) of a job."""
-    return data_dir / "jobs" / str(job_id), data_dir / "checkpoints" / str(job_id)
+    return data_dir / "jobs" / str(job_id), job_checkpoints(data_dir, job_id)
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """GET /api/jobs/{id}/follow-up: a kind that offers none is a 404, a source that ended without
-output a 409; an extraction's SAE gets d_in from the model until cfg.json says it."""
+output a 409 (unless its follow-up reads its checkpoints); an extraction's SAE gets d_in from
+the model until cfg.json says it."""
 
 from __future__ import annotations
 
@@ -29,8 +30,11 @@ def test_follow_ups_by_kind_and_state(client: TestClient, db: Session, settings:
     (settings.data_dir / "datasets").mkdir(parents=True, exist_ok=True)
     (settings.data_dir / "datasets" / "ids.npy").write_bytes(b"")  # checked at submit
     sae = _job(client, "sae", {})
-    answer = client.get(f"/api/jobs/{sae}/follow-up")
-    assert answer.status_code == 404 and answer.json()["detail"]["code"] == "no_follow_up"
+    evaluate = client.get(f"/api/jobs/{sae}/follow-up").json()  # its checkpoints, as they come
+    assert (evaluate["kind"], evaluate["depends_on"]) == ("sae_eval", [])
+    assert evaluate["config"] == {"source_job": sae, "dataset": {"type": "heldout"}}
+    assert client.post(f"/api/jobs/{sae}/cancel").status_code == 200
+    assert client.get(f"/api/jobs/{sae}/follow-up").status_code == 200  # cancelled: still
 
     extraction = _job(client, "activations", EXTRACTION)
     follow = client.get(f"/api/jobs/{extraction}/follow-up").json()
@@ -46,5 +50,6 @@ def test_follow_ups_by_kind_and_state(client: TestClient, db: Session, settings:
     ended = client.get(f"/api/jobs/{extraction}/follow-up")
     assert ended.status_code == 409 and ended.json()["detail"]["code"] == "no_output"
     kinds = {k["name"]: k for k in client.get("/api/kinds").json()}
-    assert kinds["activations"]["offers_follow_up"] and not kinds["sae"]["offers_follow_up"]
+    assert kinds["activations"]["offers_follow_up"] and kinds["sae"]["offers_follow_up"]
+    assert not kinds["sae_eval"]["offers_follow_up"]
     assert kinds["activations"]["resumes_from"] == "output"

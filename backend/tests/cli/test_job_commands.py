@@ -56,6 +56,15 @@ def test_submit_wait_show_logs_and_resume_of_a_job_that_succeeds(
     refused = cli("resume", str(job))
     assert refused.returncode == 1 and "ran all its steps" in refused.stderr, refused
 
+    # Its checkpoint at step 20 scored on the rows it kept out of training: the figures and
+    # the density histogram in `show`.
+    config = '{"step": 20, "batch_size": 8192}'
+    scored = cli("submit", "sae_eval", "--on-output", str(job), "--config", config, "--wait")
+    assert scored.returncode == 0, scored.stderr
+    shown = cli("show", str(job_id_of(scored.stdout))).stdout
+    assert "explained var." in shown and "dead % (no row)" in shown, shown
+    assert "Feature density" in shown and re.search(r"never .* \d+", shown), shown
+
 
 def test_a_cancelled_job_resumes_once_and_says_where_it_starts(
     cli: Cli, worker: WorkerProcess

@@ -80,6 +80,14 @@ def get_follow_up(job: OwnedJob, settings: SettingsDep) -> FollowUpPublic:
     return FollowUpPublic.model_validate(follow_up.follow_up(job, settings.data_dir))
 
 
+@router.get("/{job_id}/follow-ups", responses=NOT_FOUND)
+def list_follow_ups(job: OwnedJob, session: SessionDep, settings: SettingsDep) -> list[JobPublic]:
+    """The jobs that name this one as their source (its follow-up's source field: the
+    evaluations of an SAE job's checkpoints), newest first, at most 50."""
+    found = follow_up.follow_up_jobs(session, job, settings.data_dir)
+    return [JobPublic.model_validate(j) for j in found]
+
+
 def _log_path(settings_data_dir: Path, job: Job, rank: int) -> Path:
     if not 0 <= rank < job.world_size:
         raise InvalidInput([("rank", f"job {job.id} has ranks 0..{job.world_size - 1}")])

@@ -67,4 +67,5 @@ KIND = JobKind(
     ),
     warm_estimate=True,
     expectations="gpudeck.kinds.sae.expectations:expectations",
+    follow_up="gpudeck.kinds.sae.follow_up:evaluate_checkpoint",
 )

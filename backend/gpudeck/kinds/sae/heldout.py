@@ -13,6 +13,9 @@ training loader then never reads; none when what is left would not fill a batch.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 import torch
 
 from gpudeck.kinds.sae.data import RowSource, SyntheticSource
@@ -48,41 +51,97 @@ def split_heldout(source: RowSource, global_batch: int) -> tuple[RowSource, RowS
     return RowRange(source, 0, n - held), RowRange(source, n - held, held)
 
 
+@dataclass
+class Score:
+    """Sums over the rows scored so far (`Score.add` a batch at a time): what the figures
+    need, so a file of any length is scored in batches that each fit in memory."""
+
+    fire_counts: torch.Tensor  # float64[d_sae]: on how many rows each latent fired
+    sum_x: torch.Tensor  # float64[d_in]
+    sum_x2: torch.Tensor  # float64[d_in]
+    sq_err: float = 0.0
+    rows: int = 0
+
+    @classmethod
+    def empty(cls, model: Sae, device: torch.device) -> Score:
+        zeros = torch.zeros(model.d_in, dtype=torch.float64, device=device)
+        counts = torch.zeros(model.d_sae, dtype=torch.float64, device=device)
+        return cls(counts, zeros, zeros.clone())
+
+    @torch.no_grad()
+    def add(self, model: Sae, x: torch.Tensor) -> None:
+        """Encode and decode the rows `x` (on the model's device and dtype)."""
+        acts = model.encode(x)
+        self.fire_counts += (acts != 0).sum(dim=0, dtype=torch.float64)
+        x_hat = model.decode(acts).double()
+        del acts
+        x64 = x.double()
+        self.sq_err += float((x_hat - x64).pow(2).sum())
+        self.sum_x += x64.sum(dim=0)
+        self.sum_x2 += x64.pow(2).sum(dim=0)
+        self.rows += len(x)
+
+    @property
+    def l0(self) -> float:
+        """Mean active latents per row."""
+        return float(self.fire_counts.sum()) / max(1, self.rows)
+
+    @property
+    def mse(self) -> float:
+        """Mean over rows of the summed squared error (the training loss's `mse_loss`)."""
+        return self.sq_err / max(1, self.rows)
+
+    @property
+    def explained_variance(self) -> float:
+        """SAELens's: 1 - summed squared error / summed variance around the mean."""
+        n = max(1, self.rows)
+        variance = float((self.sum_x2 - self.sum_x.pow(2) / n).sum())
+        return 1.0 - self.sq_err / max(variance, 1e-12)
+
+    @property
+    def dead_pct(self) -> float:
+        """The share of latents that fired on no row, in %."""
+        return 100.0 * float((self.fire_counts == 0).sum()) / len(self.fire_counts)
+
+    def frequencies(self) -> torch.Tensor:
+        """float64[d_sae]: the share of rows each latent fired on."""
+        return (self.fire_counts / max(1, self.rows)).cpu()
+
+
 @torch.no_grad()
+def score(
+    model: Sae,
+    batches: Iterable[torch.Tensor],
+    *,
+    scale: float,
+    device: torch.device,
+) -> Score:
+    """Score raw rows (on the CPU, a batch at a time) with the model's inference `encode`,
+    each batch multiplied by `scale` first (the training scale; 1.0 for saved weights, which
+    have it folded in). The model is in eval mode meanwhile."""
+    was_training = model.training
+    model.eval()
+    total = Score.empty(model, device)
+    try:
+        for rows in batches:
+            total.add(model, (rows.to(device) * scale).to(model.W_enc.dtype))
+    finally:
+        model.train(was_training)
+    return total
+
+
 def evaluate(
     model: Sae, rows: torch.Tensor, *, scale: float, chunk: int, device: torch.device
 ) -> dict[str, float]:
     """heldout_dead_pct, heldout_l0 and heldout_explained_variance on `rows` (raw, on the
     CPU), `chunk` rows at a time: with chunk at most the per-rank batch this allocates less
     than a training step, so the memory estimate covers it."""
-    was_training = model.training
-    model.eval()
-    fired = torch.zeros(model.d_sae, dtype=torch.bool, device=device)
-    active = sq_err = 0.0
-    sum_x = torch.zeros(model.d_in, dtype=torch.float64, device=device)
-    sum_x2 = torch.zeros_like(sum_x)
-    try:
-        for start in range(0, len(rows), chunk):
-            x = (rows[start : start + chunk].to(device) * scale).to(model.W_enc.dtype)
-            acts = model.encode(x)
-            on = acts != 0
-            fired |= on.any(dim=0)
-            active += float(on.sum())
-            del on
-            x_hat = model.decode(acts).double()
-            del acts
-            x64 = x.double()
-            sq_err += float((x_hat - x64).pow(2).sum())
-            sum_x += x64.sum(dim=0)
-            sum_x2 += x64.pow(2).sum(dim=0)
-    finally:
-        model.train(was_training)
-    n = max(1, len(rows))
-    variance = float((sum_x2 - sum_x.pow(2) / n).sum())
+    batches = (rows[start : start + chunk] for start in range(0, len(rows), chunk))
+    found = score(model, batches, scale=scale, device=device)
     return {
-        "heldout_dead_pct": 100.0 * float((~fired).sum()) / model.d_sae,
-        "heldout_l0": active / n,
-        "heldout_explained_variance": 1.0 - sq_err / max(variance, 1e-12),
+        "heldout_dead_pct": found.dead_pct,
+        "heldout_l0": found.l0,
+        "heldout_explained_variance": found.explained_variance,
     }
 
 

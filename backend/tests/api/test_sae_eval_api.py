@@ -1,0 +1,61 @@
+"""An SAE checkpoint's evaluation through the API: the follow-up prefills it, the submit
+refuses an unknown checkpoint naming the field, and the SAE job lists its evaluations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+from harness import register_devices
+from sae_eval_fixtures import write_rows, write_sae_checkpoint
+from sqlalchemy.orm import Session
+
+from gpudeck.core.config import Settings
+
+
+def _submit(client: TestClient, kind: str, config: dict[str, Any]) -> Any:
+    return client.post("/api/jobs", json={"kind": kind, "config": config, "count": 1, "hold": True})
+
+
+def _field(body: dict[str, Any]) -> str:
+    return ".".join(str(p) for p in body["detail"][0]["loc"][1:])
+
+
+def test_an_evaluation_from_the_follow_up_to_the_list(
+    client: TestClient, db: Session, settings: Settings
+) -> None:
+    register_devices(db)
+    sae = _submit(client, "sae", {"d_in": 2, "d_sae": 3, "k": 1}).json()["id"]
+    follow = client.get(f"/api/jobs/{sae}/follow-up").json()
+    assert follow["label"] == "Evaluate a checkpoint" and follow["depends_on"] == []
+
+    refused = _submit(client, "sae_eval", follow["config"])  # no checkpoint yet
+    assert refused.status_code == 422
+    assert _field(refused.json()) == "config.source_job"
+    write_sae_checkpoint(settings.data_dir, 5, job=sae)
+    unknown = _submit(client, "sae_eval", {**follow["config"], "step": 6})
+    assert unknown.status_code == 422
+    [error] = unknown.json()["detail"]
+    assert _field(unknown.json()) == "config.step" and "it has 5" in error["msg"]
+    nan = client.post(
+        "/api/jobs",
+        content=f'{{"kind": "sae_eval", "count": 1, "config": {{"source_job": {sae}, '
+        '"batch_size": NaN}}',
+        headers={"content-type": "application/json"},
+    )
+    assert nan.status_code == 422 and "batch_size" in nan.text
+
+    on_file = {
+        **follow["config"],
+        "dataset": {"type": "file", "path": write_rows(settings.data_dir)},
+    }
+    first = _submit(client, "sae_eval", on_file)
+    assert first.status_code == 201, first.text
+    second = _submit(client, "sae_eval", {**on_file, "step": 5}).json()
+    _submit(client, "sae", {"d_in": 2, "d_sae": 3, "k": 1})  # not an evaluation
+    listed = client.get(f"/api/jobs/{sae}/follow-ups").json()
+    assert [j["id"] for j in listed] == [second["id"], first.json()["id"]]
+
+    kind = client.get("/api/kinds/sae_eval").json()
+    [histogram] = kind["charts"]
+    assert histogram["style"] == "bars" and histogram["series"][0]["label"] == "never"
