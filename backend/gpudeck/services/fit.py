@@ -29,7 +29,7 @@ def check_count(devices: Sequence[Device], node: str, count: int) -> None:
         )  # fmt: skip
 
 
-def check_fits(devices: Sequence[Device], node: str, bytes_per_device: int, field: str) -> None:
+def check_fits(devices: Sequence[Device], bytes_per_device: int, field: str) -> None:
     """Refuse a job whose per-device estimate exceeds the largest device of `devices` (taken
     whole, less the safety margin), saying by how much."""
     if not devices:
@@ -43,6 +43,7 @@ def check_fits(devices: Sequence[Device], node: str, bytes_per_device: int, fiel
     over = bytes_per_device - room
     raise InvalidInput(
         [(field, f"does not fit: the job needs {bytes_per_device / GiB:.2f} GiB per device, "
-          f"{over / GiB:.2f} GiB more than the {room / GiB:.2f} GiB that {node}/{largest.index} "
-          "(the largest device) can give it, idle; make the job smaller (batch size, widths)")]
+          f"{over / GiB:.2f} GiB more than the {room / GiB:.2f} GiB that "
+          f"{largest.node}/{largest.index} (the largest device) can give it, idle; make the "
+          "job smaller (batch size, widths)")]
     )  # fmt: skip

@@ -6,7 +6,6 @@ sweep, its index and its parameter values. Takes a Session; the caller commits."
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,18 +13,15 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
-from gpudeck.engine.kinds import get_kind
 from gpudeck.models import Job, JobMetric, JobStatus, Sweep
 from gpudeck.schemas.failure import failure_cause
 from gpudeck.schemas.job_runs import JobResume
 from gpudeck.schemas.jobs import JobCreate, Progress
 from gpudeck.schemas.sweeps import SweepCreate, SweepMember, SweepPublic
-from gpudeck.services import job_state, queue, queue_actions
+from gpudeck.services import job_state, placement_request, queue, queue_actions
 from gpudeck.services import jobs as job_service
 from gpudeck.services import resume as resume_service
-from gpudeck.services.errors import Conflict, DomainError, InvalidInput, NotFound, TooLarge
-from gpudeck.services.placement import Readings
-from gpudeck.services.submit_checks import check_kind_inputs
+from gpudeck.services.errors import DomainError, InvalidInput, NotFound, TooLarge
 from gpudeck.services.sweep_params import TooManyMembers, members, with_values
 
 
@@ -72,127 +68,69 @@ def create_sweep(
     spec: SweepCreate,
     *,
     owner: job_service.Submitter,
-    read_live: Callable[[], Readings | None] = lambda: None,
     data_dir: Path | None = None,
 ) -> Sweep:
     """The sweep and all its members, or nothing (the caller's transaction).
 
-    One submit path: the member with the largest memory estimate goes through every check of
-    a single submit (services/jobs.create_job: placement, devices that can never hold it, host
-    memory, scheduling, quota) in a savepoint, then the first member for real; the others,
-    whose configs and inputs are checked each, share its placement and are inserted at once
-    (1,000 members through create_job each took 6 s)."""
+    One submit path: the steps of a single submit (services/jobs.create_job), the shared ones
+    once and the config's per member: where the jobs may run (resolved once: the members share
+    the spec's placement), the scheduling fields and the queued-jobs quota (for all members),
+    then each member's config, inputs and what its estimate can never fit. The members are
+    inserted together and never start at submit: the scheduler starts them, at most
+    `max_parallel` at once."""
     if not spec.job.queue:
         raise InvalidInput([("job.queue", "a sweep's members wait for their turn: queue true")])
+    job = spec.job
+    placement = placement_request.resolve(session, job)
     planned = expand(spec)
-    kind = get_kind(spec.job.kind)
-    assert kind is not None  # expand validated every config against it
-    world_size = spec.job.world_size
-    estimates = [
-        job_service.estimate_bytes_per_device(spec.job.kind, config, world_size)
-        for _, config in planned
-    ]
-    if data_dir is not None and not spec.job.depends_on:
-        for index, (chosen, config) in enumerate(planned):
-            try:
-                check_kind_inputs(kind, kind.config_model.model_validate(config), data_dir)
-            except InvalidInput as exc:
-                raise _of_member(exc, index, chosen) from None
-    _check_queued_quota(session, owner.owner, len(planned))
-    name = spec.name or f"{spec.job.kind}-sweep"
-    sweep = Sweep(
-        name=name,
-        owner=owner.owner,
-        kind=spec.job.kind,
-        spec=spec.model_dump(mode="json"),
-        max_parallel=spec.max_parallel,
-    )
-    session.add(sweep)
-    session.flush()
+    quota = queue.quota_of(session, owner.owner)
+    time_limit = job_service.check_scheduling(session, job, owner, quota, jobs=len(planned))
+    check_inputs = job_service.inputs_due(session, job, data_dir)
+    name = spec.name or f"{job.kind}-sweep"
     width = len(str(len(planned) - 1))
-
-    def member_name(index: int) -> str:
-        return f"{name}-{index:0{width}d}"
-
-    def submit(index: int) -> Job:
-        chosen, config = planned[index]
+    rows = []
+    for index, (chosen, config) in enumerate(planned):
         try:
-            return job_service.create_job(
-                session,
-                _member_spec(spec.job, config, member_name(index)),
-                owner=owner,
-                read_live=read_live,
-                data_dir=data_dir,
-                may_start_now=False,
-            )
+            if check_inputs:
+                assert data_dir is not None
+                job_service.check_inputs(job.kind, config, data_dir)
+            estimate = job_service.estimate_bytes_per_device(job.kind, config, job.world_size)
+            node = placement.home_node(job, estimate)
         except InvalidInput as exc:  # it could never fit a device, ...
             raise _of_member(exc, index, chosen) from None
         except DomainError as exc:
             exc.message = f"member {index} ({_shown(chosen)}): {exc.message}"
             raise
-
-    # The largest member through every check, undone; then the first for real, so that the
-    # members' ids (the queue's tie-break) follow their indices.
-    worst = max(range(len(planned)), key=lambda i: estimates[i] or 0)
-    if worst != 0:
-        probe = session.begin_nested()
-        submit(worst)
-        probe.rollback()
-    template = submit(0)
-    template.sweep_id, template.sweep_index, template.sweep_params = sweep.id, 0, planned[0][0]
-    shared = {column: getattr(template, column) for column in _PLACEMENT}
-    rows = [
-        {
-            **shared,
-            "name": member_name(index),
-            "config": config,
-            "estimate_bytes_per_device": estimates[index],
-            "progress_total": job_service.steps_of(spec.job.kind, config),
-            "sweep_id": sweep.id,
-            "sweep_index": index,
-            "sweep_params": chosen,
-        }
-        for index, (chosen, config) in enumerate(planned)
-        if index != 0
-    ]
-    if rows:
-        session.execute(insert(Job), rows)
+        row = job_service.job_columns(
+            job,
+            config,
+            name=f"{name}-{index:0{width}d}",
+            owner=owner.owner,
+            node=node,
+            placement=placement,
+            estimate=estimate,
+            time_limit_s=time_limit,
+        )
+        rows.append(row | {"sweep_index": index, "sweep_params": chosen})
+    sweep = Sweep(
+        name=name,
+        owner=owner.owner,
+        kind=job.kind,
+        spec=spec.model_dump(mode="json"),
+        max_parallel=spec.max_parallel,
+    )
+    session.add(sweep)
     session.flush()
+    # In index order: the members' ids (the queue's tie-break) follow their indices.
+    session.execute(insert(Job), [row | {"sweep_id": sweep.id} for row in rows])
+    session.flush()
+    job_state.wake_scheduler(session, arrival=True)
     return sweep
 
 
 def _member_spec(job: JobCreate, config: dict[str, Any], name: str) -> JobCreate:
     """A member as a single job: the sweep's job with the member's config and name."""
     return job.model_copy(update={"config": config, "name": name})
-
-
-# What every member shares with the one that went through a single submit's checks.
-_PLACEMENT = (
-    "kind",
-    "owner",
-    "node",
-    "world_size",
-    "status",
-    "priority",
-    "time_limit_s",
-    "depends_on",
-    "preemptible",
-    "held",
-    "requested_devices",
-    "requested_nodes",
-    "spread_nodes",
-    "devices_per_node",
-)
-
-
-def _check_queued_quota(session: Session, owner: str, members: int) -> None:
-    most = queue.quota_of(session, owner).max_queued_jobs
-    if most is not None and queue.queued_count(session, owner) + members > most:
-        raise Conflict(
-            message=f"quota: {owner} may have {most} jobs queued; this sweep has {members}",
-            field="parameters",
-            code="quota_exceeded",
-        )
 
 
 def get_sweep(session: Session, sweep_id: int) -> Sweep:

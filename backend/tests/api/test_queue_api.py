@@ -160,6 +160,12 @@ def test_quotas_are_admin_only_and_enforced(
     assert first["devices"] == [] and first["queue"]["reason_code"] == "quota"
     second = client.post("/api/jobs", json=body, headers=alice)
     assert second.status_code == 409 and second.json()["detail"]["field"] == "queue"
+    # queue: false starts now or never: over the device quota it is refused, not started.
+    assert client.post(f"/api/jobs/{first['id']}/cancel").status_code == 200
+    now = client.post("/api/jobs", json={**body, "queue": False}, headers=alice)
+    assert now.status_code == 409, now.text
+    assert now.json()["detail"]["code"] == "quota_exceeded"
+    assert "may hold 1 devices" in now.json()["detail"]["message"]
 
 
 def test_bad_scheduling_input_names_the_field_and_changes_nothing(

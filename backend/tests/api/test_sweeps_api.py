@@ -9,8 +9,9 @@ import json
 import pytest
 import redis
 from fastapi.testclient import TestClient
+from harness import auth_headers, create_token
 from sqlalchemy import create_engine, text
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
 from gpudeck.models import JobStatus
@@ -84,6 +85,23 @@ def test_a_bad_member_is_refused_with_its_index_and_values_and_nothing_is_create
     nan["parameters"] = {"grid": {"lr": [1e-3, "NaN"]}}
     assert client.post("/api/sweeps", json=nan).status_code == 422
     assert counts(db) == before
+
+
+def test_a_sweep_over_its_owners_queued_jobs_quota_is_refused_whole(
+    client: TestClient, db: Session, devices: str, session_factory: sessionmaker[Session]
+) -> None:
+    alice = auth_headers(create_token(session_factory, "user", "alice"))
+    quota = {"max_devices": 4, "max_queued_jobs": 7}
+    assert client.put("/api/users/alice/quota", json=quota).status_code == 200
+    before = counts(db)
+    body = sweep_body()  # 6 members
+    body["parameters"]["grid"]["k"] = [2, 4, 8, 16]  # 8 members: one over the quota
+    refused = client.post("/api/sweeps", json=body, headers=alice)
+    assert refused.status_code == 409, refused.text
+    detail = refused.json()["detail"]
+    assert detail["code"] == "quota_exceeded" and "this sweep has 8" in detail["message"]
+    assert counts(db) == before
+    assert client.post("/api/sweeps", json=sweep_body(), headers=alice).status_code == 201
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from gpudeck.schemas.sweeps import SweepCreate, SweepPublic, SweepSummary
 from gpudeck.services import audit, sweeps
 from gpudeck.services import jobs as job_service
 from gpudeck.services.errors import Forbidden
-from gpudeck.services.placement import live_memory_or_none
 
 router = APIRouter(prefix="/api/sweeps", tags=["sweeps"])
 SweepId = Annotated[int, Path(ge=1, le=2**63 - 1, description="sweep id")]
@@ -43,7 +42,6 @@ def create_sweep(
         session,
         spec,
         owner=submitter(request, user),
-        read_live=lambda: live_memory_or_none(request.app.state.redis),
         data_dir=settings.data_dir,
     )
     audit.record(session, user, audit.SWEEP_SUBMIT, f"sweep:{sweep.id}", kind=sweep.kind)
