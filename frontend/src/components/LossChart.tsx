@@ -2,6 +2,7 @@ import { useMemo, useState } from "react";
 import type uPlot from "uplot";
 import type { JobKindInfo, MetricPoint } from "../client/types";
 import { lastSteps, smoothPoints } from "../lib/smooth";
+import { BarChart, latestValues } from "./BarChart";
 import { TimeSeriesChart, type SeriesSpec } from "./TimeSeriesChart";
 
 type ChartSpec = JobKindInfo["charts"][number];
@@ -100,17 +101,28 @@ function ChartControls({
   );
 }
 
+/** A chart of style "bars": each series' latest value, unsmoothed, one bar each. */
+function LatestBars({ chart, latest }: { chart: ChartSpec; latest: Record<string, number> }) {
+  const bars = chart.series.map((s) => ({ label: s.label, value: latest[s.metric] ?? null }));
+  return <BarChart title={chart.title} bars={bars} testId={chartTestId(chart.title)} />;
+}
+
 /** The job kind's charts (GET /api/kinds/{kind}), each fed with the job's metric points. */
 export function TrainingCharts({ points: raw, charts }: { points: MetricPoint[]; charts: readonly ChartSpec[] }) {
-  const specs = useMemo(() => charts.map((chart) => ({ chart, metrics: chartMetrics(chart) })), [charts]);
+  const lines = useMemo(() => charts.filter((c) => c.style !== "bars").map((chart) => ({ chart, metrics: chartMetrics(chart) })), [charts]);
+  const bars = charts.filter((c) => c.style === "bars");
+  const latest = useMemo(() => latestValues(raw), [raw]);
   const [smoothing, setSmoothing] = useState(0);
   const [range, setRange] = useState(0);
   const points = useMemo(() => smoothPoints(lastSteps(raw, range), smoothing), [raw, range, smoothing]);
   return (
     <>
-      <ChartControls smoothing={smoothing} onSmoothing={setSmoothing} range={range} onRange={setRange} />
+      {lines.length > 0 && <ChartControls smoothing={smoothing} onSmoothing={setSmoothing} range={range} onRange={setRange} />}
       <div className="chart-grid">
-        {specs.map(({ chart, metrics }) => (
+        {bars.map((chart) => (
+          <LatestBars key={chart.title} chart={chart} latest={latest} />
+        ))}
+        {lines.map(({ chart, metrics }) => (
           <MetricChart
             key={chart.title}
             title={chart.title}

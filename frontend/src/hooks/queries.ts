@@ -128,12 +128,27 @@ export function useMapProgress(id: number, enabled: boolean, live: boolean) {
   });
 }
 
-/** The job that can follow `id` on its output ("train an SAE on this output"), prefilled. */
+/**
+ * The job that can follow `id` on its output ("train an SAE on this output", "evaluate a
+ * checkpoint"), prefilled. The API decides whether one is offered (a 404 or 409 says none):
+ * an answer, not a failure to retry.
+ */
 export function useFollowUp(id: number | null) {
   return useQuery({
     queryKey: ["job", id, "follow-up"],
     queryFn: () => unwrap(api.GET("/api/jobs/{job_id}/follow-up", { params: { path: { job_id: id ?? 0 } } })),
     enabled: id !== null,
+    retry: false,
+  });
+}
+
+/** The jobs that name `id` as their source (an SAE job's evaluations), newest first. */
+export function useFollowUps(id: number, enabled: boolean, live: boolean) {
+  return useQuery({
+    queryKey: ["job", id, "follow-ups"],
+    queryFn: () => unwrap(api.GET("/api/jobs/{job_id}/follow-ups", { params: { path: { job_id: id } } })),
+    enabled,
+    refetchInterval: pollUnlessForbidden(live ? 5000 : false),
     ...ownerOnly,
   });
 }

@@ -114,3 +114,18 @@ describe("a number of either kind", () => {
     expect(configValue(fields[0]!, "")).toBeUndefined();
   });
 });
+
+describe("sae_eval: a required job, an optional step, a union of rows", () => {
+  const fields = fieldsOf("sae_eval");
+  it("makes the follow-up's config from the form prefilled with it (step empty: the newest)", () => {
+    const values = valuesFromConfig({ source_job: 12, dataset: { type: "heldout" } }, fields);
+    const config = toConfig(values, fields);
+    expect(config).toMatchObject({ source_job: 12, dataset: { type: "heldout" }, batch_size: 4096 });
+    expect(config["step"] ?? null).toBeNull();
+    expect(config["dataset"]).not.toHaveProperty("path");
+  });
+  it("sends a step and a file when they are set", () => {
+    const values = { ...valuesFromConfig({ source_job: 12 }, fields), step: "500", "dataset.type": "file", "dataset.path": "acts/x.npy" };
+    expect(toConfig(values, fields)).toMatchObject({ source_job: 12, step: 500, dataset: { type: "file", path: "acts/x.npy" } });
+  });
+});

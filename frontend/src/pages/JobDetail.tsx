@@ -1,6 +1,7 @@
 import { Link, useParams } from "react-router-dom";
 import { isTerminal } from "../client/types";
 import { Checkpoints } from "../components/job/Checkpoints";
+import { FollowUps } from "../components/job/FollowUps";
 import { JobActions } from "../components/job/JobActions";
 import { LogTail } from "../components/job/LogTail";
 import { Segments } from "../components/job/Segments";
@@ -149,6 +150,7 @@ export function JobDetail() {
       ) : (
         <>
           <Segments job={j} />
+          <FollowUps job={j} offered={kind.data?.offers_follow_up ?? false} />
           {isMap && ranks.data && <RankProgress progress={ranks.data} finished={!live} />}
           <TrainingCharts points={points} charts={kind.data?.charts ?? []} />
           <div className="two-col">

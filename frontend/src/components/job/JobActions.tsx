@@ -65,15 +65,14 @@ function ResumeButton({ job }: { job: Job }) {
   );
 }
 
-/** States in which a job will never write its output: nothing can follow it. */
-const NO_OUTPUT = new Set(["failed", "cancelled", "lost", "timeout"]);
-
 /**
- * "Train an SAE on this output" (the label is the kind's): the new-job form of the follow-up
- * kind, prefilled from this job's output; a job still running is named in depends_on.
+ * "Train an SAE on this output", "Evaluate a checkpoint" (the label is the kind's): the new-job
+ * form of the follow-up kind, prefilled from this job; a job still running is named in
+ * depends_on when the follow-up needs its output. Whether one is offered (a failed job wrote
+ * no output, but its checkpoints can be scored) is the API's answer.
  */
 function FollowUpLink({ job, kind }: { job: Job; kind: JobKindInfo | undefined }) {
-  const offered = (kind?.offers_follow_up ?? false) && !NO_OUTPUT.has(job.status);
+  const offered = kind?.offers_follow_up ?? false;
   const followUp = useFollowUp(offered ? job.id : null);
   if (!offered || !followUp.data) return null;
   return (
