@@ -103,7 +103,14 @@ pytest: $(INSTALLED) $(SAELENS_INSTALLED) system-deps
 	cd backend && GPUDECK_SAELENS_PYTHON=$(CURDIR)/$(SAELENS_VENV)/bin/python \
 	  ../$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=25
 
-test: lint pytest frontend-test frontend-e2e
+# The three installs side by side (network-free wheels and packages, disk-bound), and the lint
+# beside the frontend's type-check and unit tests (each mostly one core); the backend and browser
+# suites alone, as their timing-sensitive tests expect a machine that is not also compiling.
+test:
+	@$(MAKE) --no-print-directory -j3 --output-sync=target $(INSTALLED) $(SAELENS_INSTALLED) $(FRONTEND_INSTALLED)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint frontend-test
+	@$(MAKE) --no-print-directory pytest
+	@$(MAKE) --no-print-directory frontend-e2e
 
 bench: $(INSTALLED)
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script; done
