@@ -161,6 +161,9 @@ class JobKind:
     follow_up: str | None = None
     # "module:function" giving the figures the job should show (see `expectations` above).
     expectations: str | None = None
+    # The config field naming another job whose checkpoints or output this one reads (an
+    # evaluation's source): the submitter must own that job or be an admin, as for its figures.
+    reads_job_field: str | None = None
 
     def resolve_train(self) -> Callable[..., Any]:
         return _resolve(self.train)

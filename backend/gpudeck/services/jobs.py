@@ -154,6 +154,27 @@ def check_scheduling(
     return limit
 
 
+def check_reads_own_job(
+    session: Session, kind_name: str, config: dict[str, Any], who: Submitter
+) -> None:
+    """A kind that reads another job's checkpoints or output (JobKind.reads_job_field) reads
+    only its submitter's jobs, unless an admin submits: the figures it makes from them are
+    its owner's, and another user's job's are not theirs to see."""
+    kind = get_kind(kind_name)
+    field = kind.reads_job_field if kind else None
+    if field is None or config.get(field) is None:
+        return
+    job_id = int(config[field])
+    owner = session.scalar(select(Job.owner).where(Job.id == job_id))
+    if owner is None:
+        raise InvalidInput([(f"config.{field}", f"job {job_id} does not exist")])
+    if owner != who.owner and not who.is_admin:
+        raise Forbidden(
+            f"job {job_id} is {owner}'s: only {owner} or an admin may run a job on it",
+            field=f"config.{field}",
+        )
+
+
 def check_may_submit(kind_name: str, principal: Principal) -> None:
     """A kind that runs the user's own code (`script`) needs the `run_code` permission."""
     kind = get_kind(kind_name)
@@ -187,6 +208,7 @@ def create_job(
     refuse_nul(spec.config, "config")
     placement = placement_request.resolve(session, spec)
     config = validate_config(spec.kind, spec.config, spec.world_size)
+    check_reads_own_job(session, spec.kind, config, who)
     if inputs_due(session, spec, data_dir):
         assert data_dir is not None
         check_inputs(spec.kind, config, data_dir)

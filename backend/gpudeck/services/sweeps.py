@@ -91,6 +91,7 @@ def create_sweep(
     rows = []
     for index, (chosen, config) in enumerate(planned):
         try:
+            job_service.check_reads_own_job(session, job.kind, config, owner)
             if check_inputs:
                 assert data_dir is not None
                 job_service.check_inputs(job.kind, config, data_dir)

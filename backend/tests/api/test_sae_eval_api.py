@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi.testclient import TestClient
-from harness import register_devices
+from harness import auth_headers, create_token, register_devices
 from sae_eval_fixtures import write_rows, write_sae_checkpoint
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
 
@@ -59,3 +59,26 @@ def test_an_evaluation_from_the_follow_up_to_the_list(
     kind = client.get("/api/kinds/sae_eval").json()
     [histogram] = kind["charts"]
     assert histogram["style"] == "bars" and histogram["series"][0]["label"] == "never"
+
+
+def test_only_the_sae_jobs_owner_or_an_admin_evaluates_it(
+    client: TestClient, db: Session, settings: Settings, session_factory: sessionmaker[Session]
+) -> None:
+    """Another user's figures are not theirs to see: an evaluation of them is refused (403,
+    naming the field), whatever checkpoints there are; an unknown job is a 422."""
+    register_devices(db)
+    ana = auth_headers(create_token(session_factory, "user", "ana"))
+    bob = auth_headers(create_token(session_factory, "user", "bob"))
+    body = {"kind": "sae", "config": {"d_in": 2, "d_sae": 3, "k": 1}, "count": 1, "hold": True}
+    sae = client.post("/api/jobs", json=body, headers=ana).json()["id"]
+    write_sae_checkpoint(settings.data_dir, 5, job=sae)
+    evaluation = {"kind": "sae_eval", "config": {"source_job": sae}, "count": 1, "hold": True}
+    refused = client.post("/api/jobs", json=evaluation, headers=bob)
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["detail"]["field"] == "config.source_job"
+    assert "only ana or an admin" in refused.json()["detail"]["message"]
+    assert client.post("/api/jobs", json=evaluation, headers=ana).status_code == 201
+    assert client.post("/api/jobs", json=evaluation).status_code == 201  # the admin
+    missing = {**evaluation, "config": {"source_job": 10**9}}
+    gone = client.post("/api/jobs", json=missing, headers=ana)
+    assert gone.status_code == 422 and _field(gone.json()) == "config.source_job"

@@ -21,6 +21,7 @@ KIND = JobKind(
     config_model=SaeEvalConfig,
     train="gpudeck.kinds.sae_eval.run:train",
     check_inputs="gpudeck.kinds.sae_eval.checks:check_inputs",
+    reads_job_field="source_job",
     charts=(
         Chart(
             "Feature density (latents per log10 firing frequency)",
