@@ -194,11 +194,15 @@ class SaeConfig(BaseModel):
     )
     dead_window_steps: int = Field(
         default=200,
-        title="dead after",
+        title="AuxK: dead after",
         ge=1,
         le=100_000_000,
-        description="steps without firing after which a latent counts as dead",
-        json_schema_extra=ADVANCED,
+        description=(
+            "topk/batchtopk: steps without firing after which AuxK treats a latent as dead and"
+            " revives it (the dead count the job reports is over the last 1,000 steps, as"
+            " SAELens's, and on held-out rows)"
+        ),
+        json_schema_extra=only_for("topk", "batchtopk", advanced=True),
     )
     dead_min_frequency: float | None = Field(
         default=None,
@@ -207,8 +211,8 @@ class SaeConfig(BaseModel):
         le=1,
         description=(
             "topk/batchtopk: a latent firing on fewer than this fraction of samples (running"
-            " average over about 100 steps) also counts as dead for AuxK; 0: only 'dead"
-            " after'. Empty: 1e-4 for batchtopk, 0 for topk"
+            " average over about 100 steps) also counts as dead for AuxK; 0: only 'AuxK:"
+            " dead after'. Empty: 1e-4 for batchtopk, 0 for topk"
         ),
         json_schema_extra=only_for("topk", "batchtopk", advanced=True),
     )
