@@ -76,6 +76,11 @@ RUNS: dict[str, tuple[dict[str, Any], str]] = {
         "",
     ),
     "standard l1=5": ({"architecture": "standard", "l1_coefficient": 5.0}, "standard"),
+    # JumpReLU's TopK warm-up against shorter ones and none, at the default coefficient.
+    "jumprelu no warm-up": ({"architecture": "jumprelu", "topk_warm_up_steps": 0}, ""),
+    "jumprelu warm-up 0.1": ({"architecture": "jumprelu", "topk_warm_up_steps": 0.1}, ""),
+    "jumprelu warm-up 0.5": ({"architecture": "jumprelu", "topk_warm_up_steps": 0.5}, ""),
+    "jumprelu l0=4": ({"architecture": "jumprelu", "l0_coefficient": 4.0}, ""),
 }
 DEFAULT_RUNS = "topk,batchtopk,jumprelu"
 

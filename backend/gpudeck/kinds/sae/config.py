@@ -85,11 +85,12 @@ Steps = StepCount | StepShare
 
 # What None means for the fields whose default depends on the architecture, measured on
 # synthetic superposition data at two scales against SAELens (bench/sae_quality.py,
-# docs/sae.md "Defaults per architecture"): a TopK warm-up for half (BatchTopK) or a third
-# (JumpReLU) of the run, the frequency rule for BatchTopK, and JumpReLU's L0 coefficient in
-# units of the summed squared error of a row normalised to norm sqrt(d_in), which grows with
-# d_in (so d_in / 64: 1 at d_in 64, where d_in / 128 left L0 at 10 for k 5).
-TOPK_WARM_UP_SHARE: dict[str, float] = {"batchtopk": 0.5, "jumprelu": 1 / 3}
+# docs/sae.md "Defaults per architecture"): a TopK warm-up for half the run (BatchTopK, and
+# JumpReLU, where half beat a third at both scales), the frequency rule for BatchTopK, and
+# JumpReLU's L0 coefficient in units of the summed squared error of a row normalised to norm
+# sqrt(d_in), which grows with d_in (so d_in / 64: 1 at d_in 64, where d_in / 128 left L0 at
+# 10 for k 5).
+TOPK_WARM_UP_SHARE: dict[str, float] = {"batchtopk": 0.5, "jumprelu": 0.5}
 DEAD_MIN_FREQUENCY: dict[str, float] = {"batchtopk": 1e-4}
 L0_COEFFICIENT_PER_D_IN = 1 / 64
 
@@ -180,7 +181,7 @@ class SaeConfig(BaseModel):
             " TopK SAE (the k largest pre-activations of each sample), then switch; jumprelu's"
             " thresholds then start at the running k x B-th largest pre-activation. Avoids"
             " the merged and dead latents these architectures settle into from a random"
-            " start. Empty: half the run for batchtopk, a third for jumprelu; 0: off"
+            " start. Empty: half the run for batchtopk and jumprelu; 0: off"
         ),
         json_schema_extra=only_for("batchtopk", "jumprelu"),
     )

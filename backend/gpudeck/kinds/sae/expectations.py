@@ -57,7 +57,7 @@ def warnings(config: SaeConfig) -> list[Expectation]:
         if warm_up == 0:
             found.append(
                 "JumpReLU without the TopK warm-up trained dense on the benchmark (L0 85 at"
-                " coefficient 0.01, mmcs 0.38): leave topk_warm_up_steps empty (a third of the"
+                " coefficient 0.01, mmcs 0.38): leave topk_warm_up_steps empty (half the"
                 " run) so L0 starts at k"
             )
         weak = WEAK_L0_COEFFICIENT_SHARE * L0_COEFFICIENT_PER_D_IN * config.d_in

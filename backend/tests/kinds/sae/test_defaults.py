@@ -56,7 +56,7 @@ def test_each_architecture_gets_its_measured_defaults() -> None:
     batchtopk = SaeConfig(architecture="batchtopk", steps=1500)
     assert (batchtopk.topk_warm_up_length(), batchtopk.dead_min_frequency_value) == (750, 1e-4)
     jumprelu = SaeConfig(architecture="jumprelu", steps=1500, d_in=512)
-    assert jumprelu.topk_warm_up_length() == 500
+    assert jumprelu.topk_warm_up_length() == 750  # half the run, as BatchTopK
     assert jumprelu.l0_coefficient_value == 8.0  # d_in / 64
     assert jumprelu.sparsity_coefficient == 8.0
     # Set explicitly, the user's value wins; 0 turns the warm-up off.
@@ -64,8 +64,8 @@ def test_each_architecture_gets_its_measured_defaults() -> None:
         architecture="batchtopk", steps=1500, topk_warm_up_steps=0, dead_min_frequency=0.0
     )
     assert (own.topk_warm_up_length(), own.dead_min_frequency_value) == (0, 0.0)
-    assert SaeConfig(architecture="jumprelu", topk_warm_up_steps=0.5).topk_warm_up_length() == (
-        1200
+    assert SaeConfig(architecture="jumprelu", topk_warm_up_steps=0.25).topk_warm_up_length() == (
+        600  # a quarter of the default 2,400 steps
     )
     assert SaeConfig(architecture="jumprelu", l0_coefficient=0.3).l0_coefficient_value == 0.3
 

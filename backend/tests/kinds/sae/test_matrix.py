@@ -31,7 +31,7 @@ def test_the_matrix_is_what_the_form_offers() -> None:
 
 def _run(tmp_path: Path, architecture: str, dtype: str, device_type: str) -> None:
     # The defaults of each architecture (warm-up, frequency rule, coefficient), 24 steps: the
-    # warm-ups (a half, a third) end inside the run, so both phases train.
+    # warm-ups (half the run) end inside it, so both phases train.
     config = tiny_config(architecture=architecture, dtype=dtype, k=3, steps=24, metrics_interval=12)
     for field in ("l1_warm_up_steps", "l1_coefficient"):
         config.pop(field)
