@@ -9,7 +9,7 @@ const KS = [2, 4, 8, 16];
 const field = (page, label) => page.getByLabel(label, { exact: true });
 
 /** 1,000 finished SAE members: L0 near k, explained variance rising with it, some noise. */
-function syntheticSweep(id, n = 1000) {
+export function syntheticSweep(id, n = 1000) {
   const members = Array.from({ length: n }, (_, i) => {
     const k = 1 + (i % 64);
     const noise = ((i * 7919) % 1000) / 1000;
@@ -205,8 +205,8 @@ export async function sweepTests({ test, page, server, url, shot, jobTimeoutMs }
     await fillSweepForm(page);
     await setRow(page, 1, { path: "d_in", how: "zip", values: "16, 32" });
     await setRow(page, 2, { path: "d_sae", how: "zip", values: "64, 128, 256" });
-    const count = page.getByTestId("sweep-count");
-    if (!/d_in has 2, d_sae has 3/.test(await count.textContent())) throw new Error(`the form says ${await count.textContent()}`);
+    const uneven = page.getByTestId("sweep-row").nth(1).getByRole("alert");
+    if (!/d_in has 2, d_sae has 3/.test(await uneven.textContent())) throw new Error(`the form says ${await uneven.textContent()}`);
     await page.getByLabel("sweep values 2").fill("64, 128");
     await setRow(page, 3, { path: "k", how: "grid", values: "2, 4" });
     const zipped = await startSweep(page, server, 4);

@@ -8,6 +8,7 @@ import { ConfirmButton } from "../components/queue/ConfirmButton";
 import { useKind } from "../hooks/queries";
 import { sweepEnded, useSweep, useSweepAction } from "../hooks/useSweeps";
 import { formatAge, formatBytes } from "../lib/format";
+import { defaultCurves } from "../lib/sweep/axes";
 import { memberColumns, parameterPaths } from "../lib/sweep/members";
 import { CountsText } from "./Sweeps";
 
@@ -42,13 +43,15 @@ function Actions({ sweep }: { sweep: SweepData }) {
 
 /**
  * A sweep: its members (sortable, filtered by status, exported), the curves of the members
- * ticked, and two summary metrics with their Pareto frontier; re-read until every member ended.
+ * ticked (until the user ticks: all of a small sweep, else the frontier's), and two summary
+ * metrics with their Pareto frontier; re-read until every member ended.
  */
 export function Sweep() {
   const id = Number(useParams().id);
   const sweep = useSweep(Number.isInteger(id) && id > 0 ? id : null);
   const kind = useKind(sweep.data?.kind ?? "");
-  const [ticked, setTicked] = useState<ReadonlySet<number>>(new Set());
+  // null: nothing ticked by hand yet, so the default curves are drawn
+  const [tickedByHand, setTicked] = useState<ReadonlySet<number> | null>(null);
   const summary = useMemo<MetricOption[]>(
     () => (kind.data?.summary_metrics ?? []).map((s) => ({ name: s.metric, label: s.label })),
     [kind.data],
@@ -58,17 +61,21 @@ export function Sweep() {
     return all.filter((m, i) => all.findIndex((o) => o.name === m.name) === i);
   }, [summary, kind.data]);
   const columns = useMemo(() => (sweep.data ? memberColumns(parameterPaths(sweep.data), summary) : []), [sweep.data, summary]);
+  const byDefault = useMemo(() => new Set(sweep.data ? defaultCurves(sweep.data.members, summary) : []), [sweep.data, summary]);
+  const ticked = tickedByHand ?? byDefault;
   if (sweep.error) return <div className="page banner error">{sweep.error.message}</div>;
   if (!sweep.data) return <div className="page muted">Loading sweep #{id}…</div>;
   const data = sweep.data;
-  const onTick = (jobId: number, on: boolean) => {
+  const onTick = (jobIds: number[], on: boolean) => {
     const next = new Set(ticked);
-    if (on) next.add(jobId);
-    else next.delete(jobId);
+    for (const jobId of jobIds) {
+      if (on) next.add(jobId);
+      else next.delete(jobId);
+    }
     setTicked(next);
   };
   return (
-    <div className="page" data-testid="sweep-page" data-ended={sweepEnded(data)}>
+    <div className="page sweep-page" data-testid="sweep-page" data-ended={sweepEnded(data)}>
       <div className="page-head">
         <h1>
           Sweep #{data.id} {data.name}
@@ -80,7 +87,7 @@ export function Sweep() {
           {data.members.length} {data.kind} members
         </span>
         <CountsText counts={data.counts} />
-        <span className="muted">at most {data.max_parallel ?? "any number"} at once</span>
+        <span className="muted">{data.max_parallel ? `at most ${data.max_parallel} at once` : "no limit on parallel members"}</span>
         {data.largest_estimate_bytes !== null && (
           <span className="muted">largest member {formatBytes(data.largest_estimate_bytes)} per device</span>
         )}

@@ -72,13 +72,29 @@ describe("the sweep page", () => {
     expect(screen.getAllByTestId("member-row").map((r) => r.getAttribute("data-index"))).toEqual(["5"]);
   });
 
-  it("draws the curves of the members ticked", async () => {
-    const api = sweepPage(makeSweep(4), {
-      "GET /api/jobs/101/metrics": () => json({ items: [{ step: 10, metrics: { overall_loss: 0.5 }, created_at: "x" }], last_step: 10 }),
-    });
-    await userEvent.click(await screen.findByLabelText("draw member 1"));
-    await waitFor(() => expect(api.requests.some((r) => r.path === "/api/jobs/101/metrics")).toBe(true));
+  it("draws every member's curves of a small sweep at first, then those ticked", async () => {
+    const curve = () => json({ items: [{ step: 10, metrics: { overall_loss: 0.5 }, created_at: "x" }], last_step: 10 });
+    const api = sweepPage(makeSweep(4), Object.fromEntries([100, 101, 102, 103].map((id) => [`GET /api/jobs/${id}/metrics`, curve])));
+    const all = await screen.findByLabelText<HTMLInputElement>("draw every member shown");
+    await waitFor(() => expect(all.checked).toBe(true));
+    await waitFor(() => expect(api.requests.some((r) => r.path === "/api/jobs/103/metrics")).toBe(true));
     expect(await screen.findByTestId("curves-chart")).toBeInTheDocument();
+    await userEvent.click(all); // none
+    expect(await screen.findByText("Tick members in the table to draw their curves here.")).toBeInTheDocument();
+    await userEvent.click(screen.getByLabelText("draw member 1"));
+    expect(all.checked).toBe(false);
+    expect(all.indeterminate).toBe(true);
+    expect(await screen.findByTestId("curves-chart")).toBeInTheDocument();
+  });
+
+  it("opens on an axis that varies when L0 is the same for every member", async () => {
+    const sweep = makeSweep(4);
+    sweep.members = sweep.members.map((m) => ({ ...m, metrics: { ...m.metrics, l0: 5 } }));
+    sweepPage(sweep);
+    await screen.findAllByTestId("frontier-point");
+    expect(screen.getByLabelText("x metric")).not.toHaveValue("l0");
+    await userEvent.selectOptions(screen.getByLabelText("x metric"), "l0");
+    expect(screen.getByTestId("constant-axis")).toHaveTextContent("is the same for every member (5): pick another axis.");
   });
 
   it("cancels the whole sweep only after the confirmation, and holds it", async () => {

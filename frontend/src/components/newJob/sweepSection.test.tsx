@@ -67,9 +67,9 @@ describe("the sweep's rows", () => {
     await user.selectOptions(screen.getByLabelText("sweep field 3"), "d_sae");
     await user.selectOptions(screen.getByLabelText("sweep how 3"), "zip");
     await user.type(screen.getByLabelText("sweep values 3"), "64, 128");
-    const uneven = "rows in step need one number of values: k has 3, d_sae has 2";
+    const uneven = "rows in step need the same number of values: k has 3, d_sae has 2";
     expect(within(screen.getAllByTestId("sweep-row")[2]!).getByRole("alert").textContent).toBe(uneven);
-    expect(count()).toBe(uneven);
+    expect(count()).toBe("Fix the rows marked above (k, d_sae).");
     expect(screen.getByRole("button", { name: "start" })).toBeDisabled();
     await user.type(screen.getByLabelText("sweep values 3"), ", 256");
     await user.clear(screen.getByLabelText("draws"));

@@ -1,7 +1,8 @@
 import { useMemo, useState } from "react";
 import { useNavigate } from "react-router-dom";
 import type { Sweep } from "../../client/sweepTypes";
-import { paramsText } from "../../lib/sweep/members";
+import { defaultAxes, varyingMetrics } from "../../lib/sweep/axes";
+import { memberText } from "../../lib/sweep/members";
 import { betterOf, paretoFrontier, type Better } from "../../lib/sweep/pareto";
 import { tickText } from "../../lib/sweep/scale";
 import { ParetoScatter, type ScatterPoint } from "./ParetoScatter";
@@ -14,13 +15,6 @@ export interface MetricOption {
 interface Props {
   sweep: Sweep;
   metrics: MetricOption[];
-}
-
-/** An SAE sweep opens on L0 (fewer is better) against explained variance (more is better). */
-export function defaultAxes(metrics: MetricOption[]): [string, string] {
-  const names = metrics.map((m) => m.name);
-  if (names.includes("l0") && names.includes("explained_variance")) return ["l0", "explained_variance"];
-  return [names[0] ?? "", names[1] ?? names[0] ?? ""];
 }
 
 function AxisPicker(props: {
@@ -56,11 +50,17 @@ function AxisPicker(props: {
  */
 export function FrontierCard({ sweep, metrics }: Props) {
   const navigate = useNavigate();
-  const [initialX, initialY] = defaultAxes(metrics);
-  const [xMetric, setXMetric] = useState(initialX);
-  const [yMetric, setYMetric] = useState(initialY);
-  const [xBetter, setXBetter] = useState<Better>(betterOf(initialX));
-  const [yBetter, setYBetter] = useState<Better>(betterOf(initialY));
+  const varying = useMemo(() => varyingMetrics(sweep.members, metrics), [sweep.members, metrics]);
+  // the default axes follow the members as they finish, until the user picks
+  const [autoX, autoY] = defaultAxes(metrics, varying);
+  const [xChoice, setXChoice] = useState<string | null>(null);
+  const [yChoice, setYChoice] = useState<string | null>(null);
+  const xMetric = xChoice ?? autoX;
+  const yMetric = yChoice ?? autoY;
+  const [xBetterChoice, setXBetter] = useState<Better | null>(null);
+  const [yBetterChoice, setYBetter] = useState<Better | null>(null);
+  const xBetter = xBetterChoice ?? betterOf(xMetric);
+  const yBetter = yBetterChoice ?? betterOf(yMetric);
   const points = useMemo<ScatterPoint[]>(
     () =>
       sweep.members
@@ -69,7 +69,7 @@ export function FrontierCard({ sweep, metrics }: Props) {
           jobId: m.job_id,
           x: m.metrics[xMetric] as number,
           y: m.metrics[yMetric] as number,
-          label: `#${m.index} ${paramsText(m.params)}`,
+          label: memberText(m),
         })),
     [sweep.members, xMetric, yMetric],
   );
@@ -88,8 +88,8 @@ export function FrontierCard({ sweep, metrics }: Props) {
             better={xBetter}
             metrics={metrics}
             onMetric={(m) => {
-              setXMetric(m);
-              setXBetter(betterOf(m));
+              setXChoice(m);
+              setXBetter(null);
             }}
             onBetter={setXBetter}
           />
@@ -99,8 +99,8 @@ export function FrontierCard({ sweep, metrics }: Props) {
             better={yBetter}
             metrics={metrics}
             onMetric={(m) => {
-              setYMetric(m);
-              setYBetter(betterOf(m));
+              setYChoice(m);
+              setYBetter(null);
             }}
             onBetter={setYBetter}
           />
@@ -110,6 +110,14 @@ export function FrontierCard({ sweep, metrics }: Props) {
         {points.length} of {sweep.members.length} members succeeded with both figures; {frontier.length} on the frontier (no other member is
         as good in both and better in one). Click a point to open its job.
       </p>
+      {[xMetric, yMetric]
+        .filter((name, i, both) => points.length > 1 && !varying.has(name) && both.indexOf(name) === i)
+        .map((name) => (
+          <p key={name} className="small banner warn" data-testid="constant-axis">
+            {labelOf(name)} is the same for every member ({tickText((points[0] as ScatterPoint)[name === xMetric ? "x" : "y"])}): pick
+            another axis.
+          </p>
+        ))}
       <ParetoScatter
         points={points}
         frontier={frontier}

@@ -5,7 +5,7 @@ import { api, unwrap } from "../../client/api";
 import type { Sweep } from "../../client/sweepTypes";
 import { isTerminal, type JobStatus, type MetricPoint } from "../../client/types";
 import { keys, ownerOnly } from "../../hooks/queries";
-import { paramsText } from "../../lib/sweep/members";
+import { memberText } from "../../lib/sweep/members";
 import { TimeSeriesChart, type SeriesSpec } from "../TimeSeriesChart";
 import type { MetricOption } from "./FrontierCard";
 
@@ -29,7 +29,7 @@ export function alignCurves(runs: { points: MetricPoint[] }[], metric: string): 
   return [steps, ...series] as uPlot.AlignedData;
 }
 
-/** One chosen metric's curve for each ticked member, overlaid (GET /api/jobs/{id}/metrics each). */
+/** One chosen metric's curve for each ticked member (at first the page's default ones), overlaid (GET /api/jobs/{id}/metrics each). */
 export function MemberCurves({ sweep, ticked, metrics }: { sweep: Sweep; ticked: ReadonlySet<number>; metrics: MetricOption[] }) {
   const [metric, setMetric] = useState(metrics[0]?.name ?? "");
   const members = sweep.members.filter((m) => ticked.has(m.job_id));
@@ -46,8 +46,7 @@ export function MemberCurves({ sweep, ticked, metrics }: { sweep: Sweep; ticked:
   const data = useMemo(() => alignCurves(runs, metric), [revision, metric, ticked]); // eslint-disable-line react-hooks/exhaustive-deps
   const idsKey = members.map((m) => m.job_id).join(",");
   const series = useMemo<SeriesSpec[]>(
-    () =>
-      runs.map((r, i) => ({ label: `#${r.member.index} ${paramsText(r.member.params)}`, color: PALETTE[i % PALETTE.length] as string })),
+    () => runs.map((r, i) => ({ label: memberText(r.member), color: PALETTE[i % PALETTE.length] as string })),
     [idsKey], // eslint-disable-line react-hooks/exhaustive-deps
   );
   return (

@@ -1,8 +1,8 @@
-import { useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { Link } from "react-router-dom";
 import type { Sweep, SweepMember } from "../../client/sweepTypes";
 import type { JobStatus } from "../../client/types";
-import { filterByStatus, membersCsv, membersJson, sortMembers, type Column, type SortBy } from "../../lib/sweep/members";
+import { filterByStatus, membersCsv, membersJson, paramText, sortMembers, type Column, type SortBy } from "../../lib/sweep/members";
 import { tickText } from "../../lib/sweep/scale";
 import { ProgressBar } from "../ProgressBar";
 import { StatusBadge } from "../StatusBadge";
@@ -12,7 +12,7 @@ interface Props {
   columns: Column[];
   /** job ids whose curves are drawn */
   ticked: ReadonlySet<number>;
-  onTick: (jobId: number, on: boolean) => void;
+  onTick: (jobIds: number[], on: boolean) => void;
 }
 
 // 1,000 rows of cells would be slow to lay out on every poll: the first ROWS, and all on demand
@@ -30,6 +30,8 @@ function save(text: string, name: string, type: string): void {
 function cellText(column: Column, member: SweepMember): string {
   const cell = column.value(member);
   if (cell === null) return "—";
+  // parameters rounded as everywhere on the page (the exports keep them whole)
+  if (column.key.startsWith("param:")) return paramText(cell);
   return typeof cell === "number" ? tickText(cell) : cell;
 }
 
@@ -41,7 +43,7 @@ function Row({ member, columns, ticked, onTick }: { member: SweepMember; columns
           type="checkbox"
           aria-label={`draw member ${member.index}`}
           checked={ticked.has(member.job_id)}
-          onChange={(e) => onTick(member.job_id, e.target.checked)}
+          onChange={(e) => onTick([member.job_id], e.target.checked)}
         />
       </td>
       {columns.map((column) => {
@@ -49,7 +51,7 @@ function Row({ member, columns, ticked, onTick }: { member: SweepMember; columns
           return (
             <td key={column.key} className="member-status" title={member.error_summary ?? undefined}>
               <Link to={`/jobs/${member.job_id}`} data-testid="member-link">
-                <StatusBadge status={member.status as JobStatus} /> <span className="small">#{member.job_id}</span>
+                <StatusBadge status={member.status as JobStatus} /> <span className="small">job #{member.job_id}</span>
               </Link>
             </td>
           );
@@ -69,6 +71,29 @@ function Row({ member, columns, ticked, onTick }: { member: SweepMember; columns
   );
 }
 
+/** Ticks (or unticks) the curves of every member shown: ticked when all are, mixed when some are. */
+function TickAll({ members, ticked, onTick }: { members: SweepMember[] } & Pick<Props, "ticked" | "onTick">) {
+  const count = members.filter((m) => ticked.has(m.job_id)).length;
+  const box = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (box.current) box.current.indeterminate = count > 0 && count < members.length;
+  }, [count, members.length]);
+  return (
+    <input
+      ref={box}
+      type="checkbox"
+      aria-label="draw every member shown"
+      checked={members.length > 0 && count === members.length}
+      onChange={(e) =>
+        onTick(
+          members.map((m) => m.job_id),
+          e.target.checked,
+        )
+      }
+    />
+  );
+}
+
 /** The members: sortable by any column (click its head), filtered by status, exported as shown. */
 export function MembersTable({ sweep, columns, ticked, onTick }: Props) {
   const [sort, setSort] = useState<SortBy>({ key: "index", descending: false });
@@ -85,10 +110,12 @@ export function MembersTable({ sweep, columns, ticked, onTick }: Props) {
     setStatuses(next);
   };
   const base = `sweep-${sweep.id}-members`;
+  const visible = all ? shown : shown.slice(0, ROWS);
   return (
     <div className="card table-card" data-testid="members">
       <div className="table-tools">
         <fieldset className="status-filter small" aria-label="filter by status">
+          <span className="muted">Show:</span>
           {Object.entries(sweep.counts).map(([status, n]) => (
             <label key={status}>
               <input type="checkbox" checked={statuses.has(status)} onChange={(e) => toggle(status, e.target.checked)} /> {status} ({n})
@@ -108,42 +135,46 @@ export function MembersTable({ sweep, columns, ticked, onTick }: Props) {
           </button>
         </span>
       </div>
-      <table className="members-table" data-testid="members-table">
-        <thead>
-          <tr>
-            <th aria-label="draw" />
-            {columns.map((column) => (
-              <th
-                key={column.key}
-                aria-sort={sort.key === column.key ? (sort.descending ? "descending" : "ascending") : undefined}
-                className={column.key === "progress" ? "wide" : undefined}
-              >
-                <button
-                  type="button"
-                  className="link-button sort"
-                  data-sort={column.key}
-                  onClick={() => setSort({ key: column.key, descending: sort.key === column.key && !sort.descending })}
-                >
-                  {column.label}
-                  {sort.key === column.key ? (sort.descending ? " ↓" : " ↑") : ""}
-                </button>
-              </th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {(all ? shown : shown.slice(0, ROWS)).map((member) => (
-            <Row key={member.job_id} member={member} columns={columns} ticked={ticked} onTick={onTick} />
-          ))}
-          {shown.length === 0 && (
+      <div className="table-scroll">
+        <table className="members-table" data-testid="members-table">
+          <thead>
             <tr>
-              <td colSpan={columns.length + 1} className="empty">
-                No member has the status ticked.
-              </td>
+              <th>
+                <TickAll members={visible} ticked={ticked} onTick={onTick} />
+              </th>
+              {columns.map((column) => (
+                <th
+                  key={column.key}
+                  aria-sort={sort.key === column.key ? (sort.descending ? "descending" : "ascending") : undefined}
+                  className={column.key === "progress" ? "wide" : undefined}
+                >
+                  <button
+                    type="button"
+                    className="link-button sort"
+                    data-sort={column.key}
+                    onClick={() => setSort({ key: column.key, descending: sort.key === column.key && !sort.descending })}
+                  >
+                    {column.label}
+                    {sort.key === column.key ? (sort.descending ? " ↓" : " ↑") : ""}
+                  </button>
+                </th>
+              ))}
             </tr>
-          )}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {visible.map((member) => (
+              <Row key={member.job_id} member={member} columns={columns} ticked={ticked} onTick={onTick} />
+            ))}
+            {shown.length === 0 && (
+              <tr>
+                <td colSpan={columns.length + 1} className="empty">
+                  No member has the status ticked.
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      </div>
       {!all && shown.length > ROWS && (
         <p className="empty small">
           {ROWS} of {shown.length} shown.{" "}

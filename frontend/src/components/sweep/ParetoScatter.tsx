@@ -213,7 +213,7 @@ export function ParetoScatter({ points, frontier, xLabel, yLabel, onOpen, descri
                   data-px={frame.px(p.x).toFixed(1)}
                   data-py={frame.py(p.y).toFixed(1)}
                 >
-                  {p.label}
+                  {p.label} → job #{p.jobId}
                 </Link>{" "}
                 <span className="muted">{describe(p)}</span>
               </li>

@@ -55,5 +55,7 @@ describe("the members table", () => {
     const cols = memberColumns(["tag"], []);
     expect(membersCsv([odd], cols).split("\n")[1]).toBe('100,0,"a,""b""",succeeded,1');
     expect(paramsText({ k: 8, lr: 0.004, act: "relu" })).toBe("k=8, lr=0.004, act=relu");
+    // rounded alike everywhere: no 16 digits, no exponent beside plain decimals
+    expect(paramsText({ lr: 0.004884765313390349, b: 0.00069, d_sae: 16384 })).toBe("lr=0.00488, b=0.00069, d_sae=16384");
   });
 });

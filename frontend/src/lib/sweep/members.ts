@@ -33,7 +33,7 @@ const asCell = (value: unknown): Cell =>
 
 export function memberColumns(paths: string[], metrics: { name: string; label: string }[]): Column[] {
   return [
-    { key: "index", label: "#", value: (m) => m.index },
+    { key: "index", label: "member", value: (m) => m.index },
     ...paths.map((path) => ({ key: `param:${path}`, label: path, value: (m: SweepMember) => asCell(m.params[path]) })),
     { key: "status", label: "status", value: (m) => m.status },
     {
@@ -82,9 +82,25 @@ export function membersJson(sweep: Pick<Sweep, "id" | "name" | "kind">, members:
   return JSON.stringify({ sweep_id: sweep.id, name: sweep.name, kind: sweep.kind, members }, null, 2) + "\n";
 }
 
-/** "k=8, lr=0.004": a member's values as the CLI shows them. */
+/**
+ * A parameter's value for reading: whole numbers as they are, others to 3 significant figures
+ * (0.004884765 -> "0.00488", 0.00069 -> "0.00069"), text as it is. The exports keep full precision.
+ */
+export function paramText(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" && Number.isFinite(value) && !Number.isInteger(value)) return String(Number(value.toPrecision(3)));
+  return JSON.stringify(value);
+}
+
+/** "k=8, lr=0.00488": a member's values, rounded for reading. */
 export function paramsText(params: Record<string, unknown>): string {
   return Object.entries(params)
-    .map(([path, value]) => `${path}=${typeof value === "string" ? value : JSON.stringify(value)}`)
+    .map(([path, value]) => `${path}=${paramText(value)}`)
     .join(", ");
+}
+
+/** "member 0 (lr=0.00488)": how the page names a member; its job is "job #N". */
+export function memberText(member: Pick<SweepMember, "index" | "params">): string {
+  const params = paramsText(member.params);
+  return params ? `member ${member.index} (${params})` : `member ${member.index}`;
 }

@@ -10,7 +10,7 @@ const spec = (path: string, kind: FieldSpec["kind"], extra: Partial<FieldSpec> =
   ...extra,
 });
 const SPECS = new Map([
-  ["k", spec("k", "int")],
+  ["k", spec("k", "int", { min: 1 })],
   ["d_sae", spec("d_sae", "int")],
   ["lr", spec("lr", "float")],
   ["architecture", spec("architecture", "select", { options: ["topk", "standard"] })],
@@ -33,8 +33,20 @@ describe("the sweep's rows as parameters", () => {
     });
     expect(got.count).toBe(32);
     expect(plan([emptyRow()])).toMatchObject({ count: 0, blocker: "Give the sweep a field and its values." });
-    // what the browser cannot read goes as typed: the API's 422 names it
-    expect(plan([row("k", { text: "2, x" })]).parameters.grid).toEqual({ k: [2, "x"] });
+  });
+
+  it("checks each value against its field's type and bounds, naming every bad one, before anything is sent", () => {
+    const bad = plan([row("k", { text: "2, x, -1, 2.5" }), row("architecture", { text: "topk, relu" })], "", "");
+    expect(bad.rowErrors).toEqual({
+      k: '"x" is not a number; -1 is below 1, the least k takes; 2.5 is not a whole number',
+      architecture: '"relu" is not one of topk, standard',
+    });
+    expect(bad).toMatchObject({ count: 0, blocker: "Fix the rows marked above (k, architecture)." });
+    expect(bad.parameters.grid).toEqual({});
+    expect(plan([row("sparse_decoder", { text: "true, yes" })]).rowErrors).toEqual({ sparse_decoder: '"yes" is not true or false' });
+    expect(plan([row("k", { mode: "random", distribution: "int", low: "0", high: "4" })], "2").rowErrors).toEqual({
+      k: "0 is below 1, the least k takes",
+    });
   });
 
   it("advances rows in step together, crossed with the grid, and refuses lists of different lengths", () => {
@@ -48,10 +60,10 @@ describe("the sweep's rows as parameters", () => {
     const uneven = plan([row("k", { mode: "zip", text: "8, 16, 32" }), row("d_sae", { mode: "zip", text: "64, 128" })]);
     expect(uneven.count).toBe(0);
     expect(uneven.rowErrors).toEqual({
-      k: "rows in step need one number of values: k has 3, d_sae has 2",
-      d_sae: "rows in step need one number of values: k has 3, d_sae has 2",
+      k: "rows in step need the same number of values: k has 3, d_sae has 2",
+      d_sae: "rows in step need the same number of values: k has 3, d_sae has 2",
     });
-    expect(uneven.blocker).toBe("rows in step need one number of values: k has 3, d_sae has 2");
+    expect(uneven.blocker).toBe("Fix the rows marked above (k, d_sae).");
   });
 
   it("draws random rows `draws` times for each combination, with the seed when given", () => {
@@ -87,6 +99,7 @@ describe("the sweep's rows as parameters", () => {
     const wrong = (extra: Partial<SweepRow>, path = "lr") => plan([row(path, { mode: "random", ...extra })], "4").rowErrors[path];
     expect(wrong({ low: "1", high: "0.5" })).toBe("low 1 is above high 0.5");
     expect(wrong({ distribution: "log_uniform", low: "0", high: "1" })).toBe("log-uniform needs low above 0");
+    expect(wrong({ distribution: "log_uniform", low: "0", high: "-1" })).toBe("log-uniform needs low above 0");
     expect(wrong({ distribution: "int", low: "1.5", high: "4" }, "k")).toBe("whole number takes whole numbers for low and high");
     expect(wrong({ distribution: "uniform", low: "1", high: "4" }, "k")).toBe("k takes whole numbers: draw it as a whole number");
     expect(wrong({ low: "a", high: "1" })).toBe("low and high are numbers");

@@ -7,6 +7,7 @@
 import type { SweepParameters } from "../../client/sweepTypes";
 import type { FieldSpec } from "../schemaForm";
 import { rowValues } from "./sweepForm";
+import { valueProblems } from "./valueCheck";
 
 export type RowMode = "grid" | "zip" | "random";
 export type Distribution = "uniform" | "log_uniform" | "int" | "choice";
@@ -47,17 +48,22 @@ type Values = NonNullable<SweepParameters["grid"]>[string];
 export function randomOf(row: SweepRow, spec: FieldSpec | undefined): Random | string | null {
   if (row.distribution === "choice") {
     const values = rowValues(spec, row.text);
+    const problems = valueProblems(spec, values);
+    if (problems.length > 0) return problems.join("; ");
     return values.length > 0 ? { distribution: "choice", values: values as Values } : null;
   }
   if (row.low.trim() === "" || row.high.trim() === "") return null;
   const low = Number(row.low);
   const high = Number(row.high);
   if (!Number.isFinite(low) || !Number.isFinite(high)) return "low and high are numbers";
-  if (low > high) return `low ${low} is above high ${high}`;
+  // one message, the first that applies: a log-uniform low of 0 is not also "above high"
   if (row.distribution === "log_uniform" && low <= 0) return "log-uniform needs low above 0";
+  if (low > high) return `low ${low} is above high ${high}`;
   if (row.distribution === "int" && !(Number.isInteger(low) && Number.isInteger(high)))
     return "whole number takes whole numbers for low and high";
   if (spec?.kind === "int" && row.distribution !== "int") return `${row.path} takes whole numbers: draw it as a whole number`;
+  const bounds = valueProblems(spec && { ...spec, kind: "float" }, [low, high]);
+  if (bounds.length > 0) return bounds.join("; ");
   return { distribution: row.distribution, low, high };
 }
 
@@ -91,19 +97,22 @@ export function planSweep(rows: SweepRow[], specs: ReadonlyMap<string, FieldSpec
       continue;
     }
     const values = rowValues(spec, row.text);
-    if (values.length > 0) parameters[row.mode][row.path] = values as Values;
+    const problems = valueProblems(spec, values);
+    if (problems.length > 0) rowErrors[row.path] = problems.join("; ");
+    else if (values.length > 0) parameters[row.mode][row.path] = values as Values;
   }
   const zipped = Object.entries(parameters.zip);
   const zipLength = zipped[0]?.[1].length ?? 1;
   if (zipped.some(([, v]) => v.length !== zipLength)) {
     const lengths = zipped.map(([p, v]) => `${p} has ${v.length}`).join(", ");
-    for (const [path] of zipped) rowErrors[path] = `rows in step need one number of values: ${lengths}`;
+    for (const [path] of zipped) rowErrors[path] = `rows in step need the same number of values: ${lengths}`;
   }
   const hasRandom = Object.keys(parameters.random).length > 0;
   const drawCount = drawsOf(draws);
   const given = Object.keys(parameters.grid).length + zipped.length + Object.keys(parameters.random).length;
+  const marked = Object.keys(rowErrors);
   const blocker =
-    Object.values(rowErrors)[0] ??
+    (marked.length > 0 ? `Fix the ${marked.length === 1 ? "row" : "rows"} marked above (${marked.join(", ")}).` : null) ??
     (given === 0 ? "Give the sweep a field and its values." : hasRandom && drawCount === null ? "Say how many members to draw." : null);
   const grid = Object.values(parameters.grid).reduce((n, v) => n * v.length, 1);
   const count = blocker ? 0 : grid * (zipped.length > 0 ? zipLength : 1) * (hasRandom ? (drawCount ?? 0) : 1);
