@@ -99,6 +99,11 @@ class FollowUp:
     # False: it works on what the source has written so far (its checkpoints), so it waits
     # for no end and follows a source that failed or was cancelled too.
     needs_output: bool = True
+    # The follow-up's default name, before " of job <source id>" (e.g. "eval"); empty: none.
+    name: str = ""
+    # The follow-up's config field taking one of the source's checkpoint steps (the form
+    # offers the steps the source has written).
+    checkpoint_field: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,8 @@ class Chart:
     # "line": each series against the step; "bars": one bar per series, its latest value,
     # labelled by the series' label (a histogram whose bins the series are).
     style: Literal["line", "bars"] = "line"
+    # The x axis's title where the step is not it (a histogram's bins: what they measure).
+    x_label: str = ""
 
 
 @dataclass(frozen=True)

@@ -68,14 +68,17 @@ def nice_seconds(seconds: float) -> int:
     return max(step, math.ceil(seconds / step) * step)
 
 
+# A shorter run is not worth a word: it ends before the limit would matter to the queue.
+TIME_ADVICE_MIN_RUN_S = 600
+
+
 def time_advice(ran_s: float, limit_s: int) -> str | None:
     """About a succeeded job's time limit: the scheduler backfills by it, so a tight one starts
-    sooner. Only when the limit is far above what the run needed."""
+    sooner. Only for a run of 10 minutes or more whose limit is far above what it needed."""
     suggested = nice_seconds(ran_s * 1.5)
-    if limit_s < 4 * ran_s or suggested >= limit_s:
+    if ran_s < TIME_ADVICE_MIN_RUN_S or limit_s < 4 * ran_s or suggested >= limit_s:
         return None
     return (
-        f"ran {_duration_text(nice_seconds(ran_s))} of its {_duration_text(limit_s)} time limit: "
-        f"{_duration_text(suggested)} would do, and lets the scheduler start it sooner "
-        "(time_limit_s)"
+        f"Ran {_duration_text(nice_seconds(ran_s))} of its {_duration_text(limit_s)} time limit: "
+        f"a limit of {_duration_text(suggested)} would do, and lets the scheduler start it sooner."
     )

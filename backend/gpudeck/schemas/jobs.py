@@ -332,6 +332,7 @@ class ChartPublic(BaseModel):
         default="line",
         description="line: each series against the step; bars: each series' latest value",
     )
+    x_label: str = Field(default="", description="the x axis's title where it is not the step")
 
 
 class JobKindPublic(BaseModel):
@@ -354,6 +355,10 @@ class JobKindPublic(BaseModel):
     offers_follow_up: bool = False
     charts: list[ChartPublic]
     summary_metrics: list[SeriesPublic]
+    reads_job_field: str | None = Field(
+        default=None,
+        description="the config field naming a job whose checkpoints or output it reads",
+    )
 
 
 StatusFilter = Literal[

@@ -47,3 +47,9 @@ class FollowUpPublic(BaseModel):
     config: dict[str, Any] = Field(description="fields the output decides; the rest: defaults")
     depends_on: list[int] = Field(description="[the source job] while it has not succeeded")
     note: str = Field(description="how a figure was found when it is a guess")
+    name: str | None = Field(default=None, description="a default name for the job")
+    checkpoint_field: str | None = Field(
+        default=None,
+        description="the config field taking one of the source's checkpoint steps "
+        "(GET /api/jobs/{id}/checkpoints lists them)",
+    )

@@ -27,6 +27,8 @@ class JobFollowUp:
     config: dict[str, Any]
     depends_on: list[int]
     note: str
+    name: str | None = None
+    checkpoint_field: str | None = None
 
 
 def _describe(job: Job, data_dir: Path) -> FollowUp | None:
@@ -56,7 +58,11 @@ def follow_up(job: Job, data_dir: Path) -> JobFollowUp:
     if found.source_field is not None:
         config[found.source_field] = job.id
     waits = found.needs_output and JobStatus(job.status) != JobStatus.succeeded
-    return JobFollowUp(found.kind, found.label, config, [job.id] if waits else [], found.note)
+    name = f"{found.name} of job {job.id}" if found.name else None
+    depends_on = [job.id] if waits else []
+    return JobFollowUp(
+        found.kind, found.label, config, depends_on, found.note, name, found.checkpoint_field
+    )
 
 
 def follow_up_jobs(session: Session, job: Job, data_dir: Path, *, limit: int = 50) -> list[Job]:

@@ -33,6 +33,7 @@ def test_follow_ups_by_kind_and_state(client: TestClient, db: Session, settings:
     evaluate = client.get(f"/api/jobs/{sae}/follow-up").json()  # its checkpoints, as they come
     assert (evaluate["kind"], evaluate["depends_on"]) == ("sae_eval", [])
     assert evaluate["config"] == {"source_job": sae, "dataset": {"type": "heldout"}}
+    assert (evaluate["name"], evaluate["checkpoint_field"]) == (f"eval of job {sae}", "step")
     assert client.post(f"/api/jobs/{sae}/cancel").status_code == 200
     assert client.get(f"/api/jobs/{sae}/follow-up").status_code == 200  # cancelled: still
 

@@ -62,7 +62,7 @@ def test_submit_wait_show_logs_and_resume_of_a_job_that_succeeds(
     scored = cli("submit", "sae_eval", "--on-output", str(job), "--config", config, "--wait")
     assert scored.returncode == 0, scored.stderr
     shown = cli("show", str(job_id_of(scored.stdout))).stdout
-    assert "explained var." in shown and "dead % (no row)" in shown, shown
+    assert "explained var." in shown and "dead % (never fired on the rows)" in shown, shown
     assert "Feature density" in shown and re.search(r"never .* \d+", shown), shown
 
 

@@ -45,9 +45,10 @@ def test_host_advice_adds_the_ranks_peaks_and_names_an_exceeded_limit() -> None:
 
 
 def test_a_time_limit_far_above_the_run_gets_a_tighter_one() -> None:
-    line = time_advice(250, 24 * 3600)
+    line = time_advice(1000, 24 * 3600)
     assert line == (
-        "ran 5 min of its 24 h time limit: 7 min would do, and lets the scheduler start it "
-        "sooner (time_limit_s)"
+        "Ran 17 min of its 24 h time limit: a limit of 25 min would do, and lets the scheduler "
+        "start it sooner."
     )
+    assert time_advice(250, 24 * 3600) is None  # under 10 min: not worth a word
     assert time_advice(3000, 3 * 3600) is None  # within 4x: close enough

@@ -870,6 +870,12 @@ export interface components {
             style?: "line" | "bars";
             /** Title */
             title: string;
+            /**
+             * X Label
+             * @description the x axis's title where it is not the step
+             * @default
+             */
+            x_label?: string;
         };
         /** CheckpointFilePublic */
         CheckpointFilePublic: {
@@ -1161,6 +1167,11 @@ export interface components {
          */
         FollowUpPublic: {
             /**
+             * Checkpoint Field
+             * @description the config field taking one of the source's checkpoint steps (GET /api/jobs/{id}/checkpoints lists them)
+             */
+            checkpoint_field?: string | null;
+            /**
              * Config
              * @description fields the output decides; the rest: defaults
              */
@@ -1182,6 +1193,11 @@ export interface components {
              * @description what the dashboard's button says
              */
             label: string;
+            /**
+             * Name
+             * @description a default name for the job
+             */
+            name?: string | null;
             /**
              * Note
              * @description how a figure was found when it is a guess
@@ -1448,6 +1464,11 @@ export interface components {
              * @default false
              */
             offers_follow_up?: boolean;
+            /**
+             * Reads Job Field
+             * @description the config field naming a job whose checkpoints or output it reads
+             */
+            reads_job_field?: string | null;
             /**
              * Resumes From
              * @default checkpoint

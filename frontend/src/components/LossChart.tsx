@@ -104,7 +104,7 @@ function ChartControls({
 /** A chart of style "bars": each series' latest value, unsmoothed, one bar each. */
 function LatestBars({ chart, latest }: { chart: ChartSpec; latest: Record<string, number> }) {
   const bars = chart.series.map((s) => ({ label: s.label, value: latest[s.metric] ?? null }));
-  return <BarChart title={chart.title} bars={bars} testId={chartTestId(chart.title)} />;
+  return <BarChart title={chart.title} bars={bars} xLabel={chart.x_label} testId={chartTestId(chart.title)} />;
 }
 
 /** The job kind's charts (GET /api/kinds/{kind}), each fed with the job's metric points. */

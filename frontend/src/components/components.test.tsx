@@ -198,7 +198,7 @@ describe("JobForm", () => {
     const { rerender } = render(<JobForm groups={groups} values={defaults()} onChange={onChange} errors={{}} />);
     expect(screen.getByLabelText("true features")).toBeInTheDocument();
     expect(screen.queryByLabelText("file")).toBeNull();
-    await userEvent.selectOptions(screen.getByLabelText("dataset"), "file");
+    await userEvent.selectOptions(screen.getByLabelText("type"), "file");
     expect(onChange).toHaveBeenCalledWith("dataset.type", "file");
     rerender(<JobForm groups={groups} values={{ ...defaults(), "dataset.type": "file" }} onChange={onChange} errors={{}} />);
     expect(screen.getByLabelText("file")).toBeInTheDocument();

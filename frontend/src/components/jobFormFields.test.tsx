@@ -66,3 +66,21 @@ describe("JobForm labels and applicability", () => {
     expect(screen.getByTestId("advanced")).toHaveAttribute("open");
   });
 });
+
+describe("JobForm bounds", () => {
+  it("says a field's bounds, but not an int64's (past 2^53 they only mean 'any')", () => {
+    render(<Harness kind="sae_eval" />);
+    const hint = (path: string) => document.querySelector(`[data-field="${path}"] .field-hint`)?.textContent ?? "";
+    expect(hint("batch_size")).toContain("1 to 1048576");
+    expect(hint("source_job")).toMatch(/≥ 1$/);
+    expect(hint("step")).toMatch(/≥ 0$/);
+  });
+
+  it("labels a union's select by its property, not the group's heading again", () => {
+    render(<Harness kind="sae_eval" />);
+    const rows = document.querySelector('[data-group="dataset"]') as HTMLElement;
+    expect(rows.querySelector("legend")).toHaveTextContent("rows");
+    expect(within(rows).getByLabelText("type")).toHaveValue("heldout");
+    expect(within(rows).queryByLabelText("rows")).toBeNull();
+  });
+});

@@ -95,8 +95,9 @@ export function useJobLogs(id: number, rank: number, tail = 200, live = true) {
   });
 }
 
-/** The metrics of the job a resumed job continues (finished: fetched once). */
-export function useParentMetrics(parentId: number | null) {
+/** The metrics of a finished job, fetched once: the job a resumed job continues, an evaluation
+ * listed on its source's page. */
+export function useFinishedMetrics(parentId: number | null) {
   return useQuery({
     queryKey: ["job", parentId, "metrics", "all"],
     queryFn: async () => (await unwrap(api.GET("/api/jobs/{job_id}/metrics", { params: { path: { job_id: parentId ?? 0 } } }))).items,
@@ -153,10 +154,11 @@ export function useFollowUps(id: number, enabled: boolean, live: boolean) {
   });
 }
 
-export function useCheckpoints(id: number, live = true) {
+export function useCheckpoints(id: number, live = true, enabled = true) {
   return useQuery({
     queryKey: keys.checkpoints(id),
     queryFn: () => unwrap(api.GET("/api/jobs/{job_id}/checkpoints", { params: { path: { job_id: id } } })),
+    enabled,
     refetchInterval: pollUnlessForbidden(live ? 5000 : false),
     ...ownerOnly,
   });

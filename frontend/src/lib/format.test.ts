@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatAge, formatBytes, formatCompact, formatNumber, loadLevel } from "./format";
+import { formatAge, formatBytes, formatCompact, formatMetric, formatNumber, loadLevel } from "./format";
 
 describe("format", () => {
   it("writes bytes in binary units", () => {
@@ -26,5 +26,17 @@ describe("format", () => {
     expect(loadLevel(0.2)).toBe("low");
     expect(loadLevel(0.7)).toBe("mid");
     expect(loadLevel(0.9)).toBe("high");
+  });
+});
+
+describe("formatMetric", () => {
+  it("shows percents with at most one decimal and counts as whole numbers", () => {
+    expect(formatMetric("heldout_dead_pct", 0)).toBe("0");
+    expect(formatMetric("dead_pct", 12.345)).toBe("12.3");
+    expect(formatMetric("dead_features", 0)).toBe("0");
+    expect(formatMetric("dead_features", 37)).toBe("37");
+    expect(formatMetric("rows", 16384)).toBe("16.4k");
+    expect(formatMetric("explained_variance", 0.5806)).toBe("0.581");
+    expect(formatMetric("loss", null)).toBe("—");
   });
 });

@@ -28,6 +28,17 @@ export function formatCompact(value: number | null | undefined): string {
   return value.toFixed(abs < 10 ? 3 : 1);
 }
 
+/**
+ * A summary metric by what it measures: a percent (`*_pct`) with at most one decimal ("12.3",
+ * "0"), a whole number as one ("0 dead", not "0.000"; large ones compact), the rest compact.
+ */
+export function formatMetric(metric: string, value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return "—";
+  if (metric.endsWith("_pct")) return String(Number(value.toFixed(1)));
+  if (Number.isInteger(value) && Math.abs(value) < 1e3) return String(value);
+  return formatCompact(value);
+}
+
 /** "12s", "5m", "3h", "2d" since `iso`, relative to `now` (ms). */
 export function formatAge(iso: string | null | undefined, now = Date.now()): string {
   if (!iso) return "—";

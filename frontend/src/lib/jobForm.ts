@@ -4,7 +4,7 @@
  */
 import type { KindConfig } from "../client/types";
 import { configValue } from "./fieldValues";
-import { asFieldValue, type FieldSpec, type FieldValue } from "./schemaForm";
+import { asFieldValue, type FieldGroup, type FieldSpec, type FieldValue } from "./schemaForm";
 
 export type FormValues = Record<string, FieldValue>;
 
@@ -64,4 +64,11 @@ export function batchSplitError(config: KindConfig, batchField: string | null | 
   const batch = getPath(config, batchField);
   if (typeof batch !== "number" || !Number.isInteger(batch) || batch % worldSize === 0) return null;
   return `${batch} does not split evenly across ${worldSize} devices`;
+}
+
+/** The groups with `path`'s text box offering `values` to pick (a follow-up's checkpoint step:
+ * the steps its source has written); unchanged when there is no such field or nothing to offer. */
+export function offerValues(groups: FieldGroup[], path: string | null, values: string[] | undefined): FieldGroup[] {
+  if (path === null || !values?.length) return groups;
+  return groups.map((g) => ({ ...g, fields: g.fields.map((f) => (f.path === path ? { ...f, suggestions: values } : f)) }));
 }

@@ -46,8 +46,8 @@ describe("fieldsFromSchema over the sae kind's schema", () => {
     expect(fields[0]).toMatchObject({ path: "dataset.type", kind: "select", options: ["synthetic", "file"], default: "synthetic" });
     const values = defaultValues(fields);
     const shown = (v: typeof values) => fields.filter((f) => isActive(f, v)).map((f) => f.label);
-    expect(shown(values)).toEqual(["dataset", "true features", "active per sample", "samples"]);
-    expect(shown({ ...values, "dataset.type": "file" })).toEqual(["dataset", "file", "tensor name"]);
+    expect(shown(values)).toEqual(["type", "true features", "active per sample", "samples"]);
+    expect(shown({ ...values, "dataset.type": "file" })).toEqual(["type", "file", "tensor name"]);
     expect(byPath(fields)["dataset.tensor_name"]).toMatchObject({ kind: "text", optional: true });
   });
 
@@ -111,7 +111,7 @@ describe("fieldsFromSchema on shapes the two kinds lack", () => {
     };
     const fields = allFields(fieldsFromSchema(schema));
     expect(fields.map((f) => [f.path, f.label, f.when?.[0]?.values[0]])).toEqual([
-      ["source.kind", "source", undefined],
+      ["source.kind", "kind", undefined],
       ["source.x", "x", "a"],
       ["source.y", "why", "b"],
     ]);

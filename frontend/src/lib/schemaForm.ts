@@ -56,6 +56,8 @@ export interface FieldSpec {
   advanced?: boolean;
   /** picks from what the data directory holds: GET /api/choices/{choices} */
   choices?: string;
+  /** values the text box offers to pick (a follow-up's step: the source's checkpoint steps) */
+  suggestions?: string[];
   when?: Condition[];
 }
 
@@ -182,7 +184,8 @@ function walkUnion(walk: Walk, group: FieldGroup, union: Union, outer: Omit<Plac
   const chosen = valueAt(walk.defaults, selectPath);
   group.fields.push({
     path: selectPath,
-    label: group.label,
+    // not the group's label again: the group's heading says it above
+    label: union.property,
     kind: "select",
     options: union.variants.map((v) => v.value),
     default: typeof chosen === "string" ? chosen : (union.variants[0]?.value ?? ""),

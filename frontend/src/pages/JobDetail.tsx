@@ -5,6 +5,7 @@ import { FollowUps } from "../components/job/FollowUps";
 import { JobActions } from "../components/job/JobActions";
 import { LogTail } from "../components/job/LogTail";
 import { Segments } from "../components/job/Segments";
+import { SourceJob } from "../components/job/SourceJob";
 import { RankProgress } from "../components/job/RankProgress";
 import { RankMemory } from "../components/job/RankMemory";
 import { TrainingCharts } from "../components/LossChart";
@@ -13,9 +14,9 @@ import { ProgressBar } from "../components/ProgressBar";
 import { QueuePlace } from "../components/queue/QueuePlace";
 import { StatusBadge } from "../components/StatusBadge";
 import { SweepMembership } from "../components/sweep/SweepMembership";
-import { useKind, useMapProgress, useParentMetrics } from "../hooks/queries";
+import { useKind, useMapProgress, useFinishedMetrics } from "../hooks/queries";
 import { useJob } from "../hooks/useJob";
-import { formatAge, formatCompact, formatDuration, numberOrNull } from "../lib/format";
+import { formatAge, formatDuration, formatMetric, numberOrNull } from "../lib/format";
 import { continuedCurve } from "../lib/lineage";
 import { ranksPerNode } from "../lib/ranks";
 
@@ -24,7 +25,7 @@ export function JobDetail() {
   const { job, metrics, connected, forbidden } = useJob(id);
   const kind = useKind(job.data?.kind ?? "");
   // a resumed job's charts continue the curve of the job it resumes
-  const parent = useParentMetrics(job.data?.resume_from_job_id ?? null);
+  const parent = useFinishedMetrics(job.data?.resume_from_job_id ?? null);
   // a map job (it resumes from its output): each rank's chunks, polled while it runs
   const isMap = kind.data?.resumes_from === "output";
   const live = job.data !== undefined && !isTerminal(job.data.status);
@@ -72,6 +73,7 @@ export function JobDetail() {
             <dt>kind</dt>
             <dd>{j.kind}</dd>
           </div>
+          {kind.data?.reads_job_field && <SourceJob job={j} field={kind.data.reads_job_field} reportedStep={own.at(-1)?.step ?? null} />}
           <div>
             <dt>owner</dt>
             <dd>{j.owner}</dd>
@@ -123,7 +125,7 @@ export function JobDetail() {
           {(kind.data?.summary_metrics ?? []).map((m, i) => (
             <div key={m.metric}>
               <dt>{m.label}</dt>
-              <dd data-testid={i === 0 ? "last-loss" : undefined}>{formatCompact(numberOrNull(latest(m.metric)))}</dd>
+              <dd data-testid={i === 0 ? "last-loss" : undefined}>{formatMetric(m.metric, numberOrNull(latest(m.metric)))}</dd>
             </div>
           ))}
         </dl>

@@ -9,7 +9,7 @@ import { EstimatePanel } from "../components/newJob/EstimatePanel";
 import { JobIdentity } from "../components/newJob/JobIdentity";
 import { Scheduling } from "../components/newJob/Scheduling";
 import { SweepSection } from "../components/newJob/SweepSection";
-import { useFollowUp, useJobById, useKind, useKinds } from "../hooks/queries";
+import { useCheckpoints, useFollowUp, useJobById, useKind, useKinds } from "../hooks/queries";
 import { useJobFormValues } from "../hooks/useJobFormValues";
 import { useJobSubmission } from "../hooks/useJobSubmission";
 import { runAgainNote, useRunAgain } from "../hooks/useRunAgain";
@@ -17,7 +17,7 @@ import { usePlacement } from "../hooks/usePlacement";
 import { useScheduling } from "../hooks/useScheduling";
 import { useSweepForm } from "../hooks/useSweepForm";
 import { useTelemetryContext } from "../hooks/TelemetryContext";
-import { batchSplitError, isActive } from "../lib/jobForm";
+import { batchSplitError, isActive, offerValues } from "../lib/jobForm";
 import { allFields, type FieldValue } from "../lib/schemaForm";
 import { isSchedulingError, schedulingErrors } from "../lib/scheduling";
 import { startBlocker } from "../lib/startBlocker";
@@ -35,7 +35,8 @@ export function NewJob() {
   const kind = params.get("kind") || DEFAULT_KIND;
   const kinds = useKinds();
   const kindInfo = useKind(kind);
-  const [name, setName] = useState("");
+  // null until typed: a follow-up's name ("eval of job 1") stands in until then
+  const [typedName, setName] = useState<string | null>(null);
   // "run again with these settings": /new?kind=sae&from=12 starts from job 12's config
   const fromId = Number(params.get("from")) || null;
   const source = useJobById(fromId);
@@ -58,7 +59,21 @@ export function NewJob() {
   const fields = useMemo(() => allFields(form.groups), [form.groups]);
   const specs = useMemo(() => new Map(fields.map((f) => [f.path, f])), [fields]);
   const sweep = useSweepForm(params.get("sweep") === "1", specs);
+  const afterJob = useJobById(afterId);
+  // a follow-up's checkpoint step: the source's steps to pick from, newest first
+  const stepField = followUp.data?.checkpoint_field ?? null;
+  const checkpoints = useCheckpoints(afterId ?? 0, false, afterId !== null && stepField !== null);
+  const steps = useMemo(
+    () =>
+      checkpoints.data
+        ?.map((c) => c.step)
+        .sort((a, b) => b - a)
+        .map(String),
+    [checkpoints.data],
+  );
+  const groups = useMemo(() => offerValues(form.groups, stepField, steps), [form.groups, stepField, steps]);
   const dependsOn = followUp.data?.depends_on.join(", ") ?? "";
+  const name = typedName ?? followUp.data?.name ?? "";
   const { setField: setSchedulingField } = scheduling;
   useEffect(() => {
     // a follow-up of a job still running waits for it: prefilled once it is known
@@ -143,8 +158,9 @@ export function NewJob() {
           )}
           {followUp.data && (
             <p className="banner" data-testid="follow-up-note">
-              {followUp.data.label}: job #{afterId}
-              {followUp.data.depends_on.length > 0 ? " (this job waits for it to succeed)" : ""}. {followUp.data.note}
+              <strong>{followUp.data.label}</strong> of job #{afterId}
+              {afterJob.data ? ` ${afterJob.data.name}` : ""}
+              {followUp.data.depends_on.length > 0 ? " (this job waits for it to succeed)" : ""}. {sentence(followUp.data.note)}
             </p>
           )}
           {kindInfo.error ? (
@@ -152,7 +168,7 @@ export function NewJob() {
               No form for kind {kind}: {kindInfo.error.message}
             </p>
           ) : form.ready ? (
-            <JobForm groups={form.groups} values={form.values} onChange={onField} errors={errors} />
+            <JobForm groups={groups} values={form.values} onChange={onField} errors={errors} />
           ) : (
             <p className="muted">loading the {kind} form…</p>
           )}
@@ -215,4 +231,9 @@ export function NewJob() {
       </div>
     </form>
   );
+}
+
+/** A note as a sentence: capitalised (the API's notes may start lower case). */
+function sentence(note: string): string {
+  return note.charAt(0).toUpperCase() + note.slice(1);
 }

@@ -454,7 +454,7 @@ describe("JobDetail", () => {
     expect(screen.getByTestId("last-loss")).toHaveTextContent("0.250");
     // A summary metric the newest row lacks (an SAE's held-out figures come at checkpoints
     // only) shows its latest value, not a dash.
-    expect(screen.getByText("L0", { selector: "dt" }).nextElementSibling).toHaveTextContent("20.0");
+    expect(screen.getByText("L0", { selector: "dt" }).nextElementSibling).toHaveTextContent("20");
     expect(screen.getByTestId("loss-chart").querySelector(".chart-host")).toHaveAttribute("data-points", "2");
     expect(screen.getByTestId("cancel")).toBeEnabled();
   });

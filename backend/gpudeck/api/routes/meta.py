@@ -68,4 +68,5 @@ def kind_public(kind: JobKind) -> JobKindPublic:
         offers_follow_up=kind.follow_up is not None,
         charts=[ChartPublic.model_validate(chart) for chart in kind.charts],
         summary_metrics=[SeriesPublic.model_validate(s) for s in kind.summary_metrics],
+        reads_job_field=kind.reads_job_field,
     )

@@ -12,8 +12,8 @@ from gpudeck.kinds.sae.config import SaeConfig
 
 LABEL = "Evaluate a checkpoint"
 NOTE = (
-    "scores the job's newest checkpoint (set step for another) on the rows it kept out of"
-    " training (set dataset to a file for others)"
+    "It scores the job's newest checkpoint (pick a step below for another) on the rows the job"
+    " kept out of training (or on a file of your own)."
 )
 
 
@@ -25,4 +25,6 @@ def evaluate_checkpoint(config: SaeConfig, data_dir: Path) -> FollowUp:
         note=NOTE,
         source_field="source_job",
         needs_output=False,
+        name="eval",
+        checkpoint_field="step",
     )

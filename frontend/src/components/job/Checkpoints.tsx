@@ -44,6 +44,8 @@ function noneYet(job: Job, resumesFromOutput: boolean): string {
 export function Checkpoints({ job, resumesFromOutput = false }: { job: Job; resumesFromOutput?: boolean }) {
   const checkpoints = useCheckpoints(job.id, !isTerminal(job.status));
   const items = checkpoints.data ?? [];
+  // a kind that reports no loss (an evaluation) gets no column of dashes
+  const hasLoss = items.some((c) => c.loss != null);
   return (
     <section className="card">
       <h2>Checkpoints</h2>
@@ -54,7 +56,7 @@ export function Checkpoints({ job, resumesFromOutput = false }: { job: Job; resu
           <thead>
             <tr>
               <th>step</th>
-              <th>loss</th>
+              {hasLoss && <th>loss</th>}
               <th>files</th>
               <th>written</th>
             </tr>
@@ -65,7 +67,7 @@ export function Checkpoints({ job, resumesFromOutput = false }: { job: Job; resu
               .map((c) => (
                 <tr key={c.step}>
                   <td className="mono">{c.step}</td>
-                  <td className="mono">{formatCompact(c.loss ?? null)}</td>
+                  {hasLoss && <td className="mono">{formatCompact(c.loss ?? null)}</td>}
                   <td>
                     {c.files.map((f) => (
                       <CheckpointLink key={f.name} file={f} />

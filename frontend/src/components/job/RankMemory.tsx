@@ -61,7 +61,7 @@ export function RankMemory({ memory, advice }: { memory: Job["rank_memory"]; adv
         </table>
       )}
       {advice.map((line) => (
-        <p key={line} className="banner" data-testid="advice">
+        <p key={line} className="note muted small" data-testid="advice">
           {line}
         </p>
       ))}

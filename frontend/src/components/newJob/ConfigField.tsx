@@ -60,20 +60,25 @@ function Control({ spec, value, error, onChange, disabled, id, described }: Prop
       aria-describedby={described}
       data-min={spec.min}
       data-max={spec.max}
-      list={spec.choices ? `${id}-choices` : undefined}
-      autoComplete={spec.choices ? "off" : undefined}
+      list={spec.choices ? `${id}-choices` : spec.suggestions ? `${id}-suggestions` : undefined}
+      autoComplete={spec.choices || spec.suggestions ? "off" : undefined}
       onChange={(e) => onChange(spec.path, e.target.value)}
     />
   );
 }
 
-function boundsText(spec: FieldSpec): string | null {
+/** A bound worth reading: one past 2^53 (an int64's limit, mangled by JS) only says "any". */
+const readable = (bound: number | undefined): number | undefined =>
+  bound !== undefined && Math.abs(bound) < Number.MAX_SAFE_INTEGER ? bound : undefined;
+
+export function boundsText(spec: FieldSpec): string | null {
   const words = spec.words?.length ? ` or ${spec.words.join(", ")}` : "";
-  if (spec.min === undefined && spec.max === undefined) return words ? `a number${words}` : null;
+  const [min, max] = [readable(spec.min), readable(spec.max)];
+  if (min === undefined && max === undefined) return words ? `a number${words}` : null;
   const each = spec.kind === "list" ? "each " : "";
-  if (spec.max === undefined) return `${each}≥ ${spec.min}${words}`;
-  if (spec.min === undefined) return `${each}≤ ${spec.max}${words}`;
-  return `${each}${spec.min} to ${spec.max}${words}`;
+  if (max === undefined) return `${each}≥ ${min}${words}`;
+  if (min === undefined) return `${each}≤ ${max}${words}`;
+  return `${each}${min} to ${max}${words}`;
 }
 
 const ROWS_HINT: Record<string, string> = { json: "values read as JSON (3, true, [1, 2]); anything else is text" };
@@ -104,6 +109,13 @@ export function ConfigField(props: Props) {
       </div>
       {spec.kind !== "bool" && <Control {...props} id={id} described={described} />}
       {spec.choices && <PickList id={`${id}-choices`} source={spec.choices} value={String(props.value)} />}
+      {spec.suggestions && (
+        <datalist id={`${id}-suggestions`} data-testid={`suggestions-${spec.path}`}>
+          {spec.suggestions.map((s) => (
+            <option key={s} value={s} />
+          ))}
+        </datalist>
+      )}
       {error ? (
         <span className="field-error" id={`${id}-error`} role="alert" data-testid={`error-${spec.path}`}>
           {error}
