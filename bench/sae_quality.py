@@ -81,6 +81,12 @@ RUNS: dict[str, tuple[dict[str, Any], str]] = {
     "jumprelu warm-up 0.1": ({"architecture": "jumprelu", "topk_warm_up_steps": 0.1}, ""),
     "jumprelu warm-up 0.5": ({"architecture": "jumprelu", "topk_warm_up_steps": 0.5}, ""),
     "jumprelu l0=4": ({"architecture": "jumprelu", "l0_coefficient": 4.0}, ""),
+    # SAELens's trainer clips the gradient norm at 1 always; GPUDeck's only when asked.
+    "jumprelu clip 1": ({"architecture": "jumprelu", "grad_clip_norm": 1.0}, ""),
+    "jumprelu no warm-up clip 1": (
+        {"architecture": "jumprelu", "topk_warm_up_steps": 0, "grad_clip_norm": 1.0},
+        "",
+    ),
 }
 DEFAULT_RUNS = "topk,batchtopk,jumprelu"
 
