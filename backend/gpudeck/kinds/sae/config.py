@@ -92,6 +92,10 @@ Steps = StepCount | StepShare
 # 10 for k 5).
 TOPK_WARM_UP_SHARE: dict[str, float] = {"batchtopk": 0.5, "jumprelu": 0.5}
 DEAD_MIN_FREQUENCY: dict[str, float] = {"batchtopk": 1e-4}
+# JumpReLU clips the gradient's norm at 1, as SAELens's trainer does on every step: with its
+# warm-up, mmcs 0.985 against 0.975 at d_in 64 and 0.928 against 0.922 at d_in 512 (means of
+# three seeds), fewer dead latents at both.
+GRAD_CLIP_NORM: dict[str, float] = {"jumprelu": 1.0}
 L0_COEFFICIENT_PER_D_IN = 1 / 64
 
 
@@ -284,7 +288,16 @@ class SaeConfig(BaseModel):
         json_schema_extra=only_for("standard", "jumprelu", advanced=True),
     )
     dtype: Literal["float32", "bfloat16"] = "float32"
-    grad_clip_norm: float | None = Field(default=None, gt=0, le=1e6, json_schema_extra=ADVANCED)
+    grad_clip_norm: float | None = Field(
+        default=None,
+        ge=0,
+        le=1e6,
+        description=(
+            "clip the gradient's norm at this every step; 0: never. Empty: 1 for jumprelu (as"
+            " SAELens clips; better at both data scales measured), never for the others"
+        ),
+        json_schema_extra=ADVANCED,
+    )
     dataset: Dataset = Field(default_factory=SyntheticDataset, title="dataset")
     seed: int = Field(default=0, ge=0, le=2**32 - 1, json_schema_extra=ADVANCED)
     checkpoint_interval: int = Field(
@@ -322,6 +335,14 @@ class SaeConfig(BaseModel):
         if self.l0_coefficient is not None:
             return self.l0_coefficient
         return L0_COEFFICIENT_PER_D_IN * self.d_in
+
+    @property
+    def grad_clip_norm_value(self) -> float | None:
+        """The norm the trainer clips the gradient at (None: it does not): the field (0: never),
+        or the architecture's default when empty."""
+        if self.grad_clip_norm is None:
+            return GRAD_CLIP_NORM.get(self.architecture)
+        return self.grad_clip_norm or None
 
     @property
     def dead_min_frequency_value(self) -> float:

@@ -89,7 +89,7 @@ def trace_spec(config: SaeConfig, per_rank_batch: int, device_type: DeviceType) 
         batch=per_rank_batch,
         dtype=config.dtype,
         l1_coefficient=config.sparsity_coefficient,
-        grad_clip_norm=config.grad_clip_norm,
+        grad_clip_norm=config.grad_clip_norm_value,
         lr=config.lr,
         betas=(config.adam_beta1, config.adam_beta2),
         foreach=on_cuda,  # torch.optim.Adam's default for CUDA parameters; CPU uses the loop

@@ -148,6 +148,7 @@ def sae_lens_cfg(config: SaeConfig, model: Sae, scale: float) -> dict[str, Any]:
             "lr_decay_steps": lr_decay,
             "l1_warm_up_steps": l1_warm_up,
             "topk_warm_up_steps": config.topk_warm_up_length(),
+            "grad_clip_norm": config.grad_clip_norm_value,
             **({"k": config.k} if config.architecture in ("topk", "batchtopk") else {}),
             **(
                 {"l0_coefficient": config.l0_coefficient_value}
@@ -345,7 +346,7 @@ def _one_step(run: _Run, device: torch.device) -> tuple[torch.Tensor, SaeOutput]
         run.optimizer,
         batch,
         coefficient=run.config.coefficient_at(run.step),
-        grad_clip_norm=run.config.grad_clip_norm,
+        grad_clip_norm=run.config.grad_clip_norm_value,
         dead_mask=run.dead.mask() if run.dead is not None else None,
     )
     run.scheduler.step()  # sets the lr of the next step

@@ -89,7 +89,7 @@ def measured_step_peak(config: SaeConfig, *, ddp: bool, warm_up: bool = False) -
                     batch,
                     coefficient=config.sparsity_coefficient,
                     dead_mask=dead_mask,
-                    grad_clip_norm=config.grad_clip_norm,
+                    grad_clip_norm=config.grad_clip_norm_value,
                 )
                 del output
                 if step == 1:  # the buckets of step 1 stay held; those of step 2 are the live ones

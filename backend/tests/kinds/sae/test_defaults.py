@@ -68,6 +68,10 @@ def test_each_architecture_gets_its_measured_defaults() -> None:
         600  # a quarter of the default 2,400 steps
     )
     assert SaeConfig(architecture="jumprelu", l0_coefficient=0.3).l0_coefficient_value == 0.3
+    # JumpReLU clips the gradient's norm at 1 (as SAELens); the others do not; 0 turns it off.
+    assert jumprelu.grad_clip_norm_value == 1.0 and topk.grad_clip_norm_value is None
+    assert SaeConfig(architecture="jumprelu", grad_clip_norm=0.0).grad_clip_norm_value is None
+    assert SaeConfig(architecture="topk", grad_clip_norm=0.5).grad_clip_norm_value == 0.5
 
 
 def test_held_out_rows_are_kept_out_of_training(tmp_path: Path) -> None:
