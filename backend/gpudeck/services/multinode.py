@@ -36,7 +36,7 @@ class Part:
 
 def layout(rank_nodes: Sequence[str]) -> list[Part]:
     """The parts of a job from its allocations' nodes in rank order (ranks contiguous per node,
-    as resolve_devices orders them)."""
+    as placement_request._resolve_named orders them)."""
     parts: list[Part] = []
     for rank, node in enumerate(rank_nodes):
         if parts and parts[-1].node == node:

@@ -87,7 +87,7 @@ def resolve(session: Session, spec: JobCreate) -> Placement:
     if spread is not None and spec.node is not None:
         raise InvalidInput([("node", "name no node for a count spread over nodes")])
     count_anywhere = spec.devices is None and spread is None and spec.node is None
-    names = node_names(session) if count_anywhere else []
+    names = _node_names(session) if count_anywhere else []
     if len(names) > 1:
         # A count that names no node, with several nodes: any one node with room (`nodes:
         # 1`), chosen now or by the scheduler's pass, as the dashboard's count expects.
@@ -102,7 +102,7 @@ def resolve(session: Session, spec: JobCreate) -> Placement:
         # Every online node's facts at once: which node the job gets depends on its estimate.
         facts = node_facts(session, sorted({d.node for d in online}))
         return Placement("", (), spread, spread_nodes, tuple(online), facts)
-    node = spec.node or default_node(session, names)
+    node = spec.node or _default_node(session, names)
     devices = fit.node_devices(session, node)
     fit.check_count(devices, node, spec.world_size)
     facts = node_facts(session, [node])
@@ -110,13 +110,13 @@ def resolve(session: Session, spec: JobCreate) -> Placement:
     return Placement(node, (), None, None, tuple(devices), facts)
 
 
-def node_names(session: Session) -> list[str]:
+def _node_names(session: Session) -> list[str]:
     return list(session.scalars(select(Node.name).order_by(Node.name)))
 
 
-def default_node(session: Session, nodes: list[str] | None = None) -> str:
+def _default_node(session: Session, nodes: list[str] | None = None) -> str:
     """The one node there is, for a request that names none."""
-    nodes = node_names(session) if nodes is None else nodes
+    nodes = _node_names(session) if nodes is None else nodes
     if len(nodes) == 1:
         return nodes[0]
     if not nodes:
@@ -131,22 +131,16 @@ _DEVICES_OF_NODES = select(Device).where(
 )
 
 
-def resolve_devices(session: Session, refs: list[DeviceRef]) -> tuple[str, list[Chosen]]:
-    """The devices a request names, on one node or several; returns (the first node, them).
+def _resolve_named(
+    session: Session, refs: list[DeviceRef]
+) -> tuple[str, list[Chosen], list[Device]]:
+    """The devices a request names, on one node or several: (the first node, them, their
+    inventory rows by index), read once.
 
     A job across nodes gets its ranks node by node (torchrun's layout: each node's ranks are
     contiguous), nodes in the order the request first names them; node rank 0, the first
     node, hosts the rendezvous and is the job's `node`."""
-    node, chosen, _ = _resolve_named(session, refs)
-    return node, chosen
-
-
-def _resolve_named(
-    session: Session, refs: list[DeviceRef]
-) -> tuple[str, list[Chosen], list[Device]]:
-    """resolve_devices, plus the chosen devices' inventory rows (by index): a submit reads
-    them once."""
-    default = None if all(r.node for r in refs) else default_node(session)
+    default = None if all(r.node for r in refs) else _default_node(session)
     nodes = list(dict.fromkeys(str(r.node or default) for r in refs))
     inventory = session.scalars(_DEVICES_OF_NODES, {"nodes": nodes}).all()
     by_uuid = {(d.node, d.uuid): d for d in inventory}
