@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+from activations_fixtures import tiny_gpt2
 from fastapi.testclient import TestClient
 from harness import auth_headers, create_token, register_devices
-from sae_eval_fixtures import write_rows, write_sae_checkpoint
+from sae_eval_fixtures import identity_sae, write_rows, write_sae_checkpoint
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
@@ -82,3 +84,39 @@ def test_only_the_sae_jobs_owner_or_an_admin_evaluates_it(
     missing = {**evaluation, "config": {"source_job": 10**9}}
     gone = client.post("/api/jobs", json=missing, headers=ana)
     assert gone.status_code == 422 and _field(gone.json()) == "config.source_job"
+
+
+def test_loss_recovered_is_refused_naming_the_field_and_shown_when_accepted(
+    client: TestClient, db: Session, settings: Settings
+) -> None:
+    """A hook whose width is not the SAE's d_in, or a NaN, is a 422 naming the field under
+    config.loss_recovered; a good one is accepted, and the kind shows its figures."""
+    register_devices(db)
+    sae = _submit(client, "sae", {"d_in": 32, "d_sae": 64, "k": 1}).json()["id"]
+    write_sae_checkpoint(settings.data_dir, 5, job=sae, weights=identity_sae(32))
+    tiny_gpt2(settings.data_dir / "models")
+    rows = write_rows(settings.data_dir, "rows.npy", np.zeros((4, 32), dtype=np.float32))
+    np.save(settings.data_dir / "datasets" / "ids.npy", np.zeros((4, 8), dtype=np.int64))
+    lm = {"type": "lm", "model": "gpt2-tiny", "input": "ids.npy", "hook": "transformer.h.0"}
+    config = {"source_job": sae, "dataset": {"type": "file", "path": rows}}
+
+    wide = {**lm, "hook": "transformer.h.0.mlp.c_fc"}
+    refused = _submit(client, "sae_eval", {**config, "loss_recovered": wide})
+    assert refused.status_code == 422, refused.text
+    assert _field(refused.json()) == "config.loss_recovered.hook"
+    assert "is 128 wide; the SAE's d_in is 32" in refused.json()["detail"][0]["msg"]
+    nan = client.post(
+        "/api/jobs",
+        content=f'{{"kind": "sae_eval", "count": 1, "config": {{"source_job": {sae}, '
+        '"loss_recovered": {"type": "lm", "model": "gpt2-tiny", "input": "ids.npy", '
+        '"hook": "transformer.h.0", "max_sequences": NaN}}}',
+        headers={"content-type": "application/json"},
+    )
+    assert nan.status_code == 422 and "max_sequences" in nan.text, nan.text
+
+    accepted = _submit(client, "sae_eval", {**config, "loss_recovered": lm})
+    assert accepted.status_code == 201, accepted.text
+    kind = client.get("/api/kinds/sae_eval").json()
+    assert {"metric": "loss_recovered", "label": "loss recovered"} in kind["summary_metrics"]
+    body = {"kind": "sae_eval", "config": {**config, "loss_recovered": lm}}
+    assert client.post("/api/estimate", json=body).status_code == 200

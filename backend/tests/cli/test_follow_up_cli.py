@@ -31,3 +31,44 @@ def test_an_sae_on_an_extractions_output_waits_for_it(cli: Cli, cli_settings: Se
 
     wrong = cli("submit", "activations", "--on-output", str(source), "--config", "{}")
     assert wrong.returncode == 2 and "feeds a sae job, not activations" in wrong.stderr
+
+
+def test_an_evaluation_takes_loss_recovered_from_the_extraction(
+    cli: Cli, cli_settings: Settings
+) -> None:
+    """`gpudeck submit sae_eval --on-output SAE` prefills loss recovered from the cfg.json the
+    extraction wrote beside the SAE's file; --config replaces it, and a hook of the wrong width
+    is refused naming the field."""
+    import numpy as np
+    import torch
+    from activations_fixtures import tiny_gpt2
+    from sae_eval_fixtures import identity_sae, write_sae_checkpoint
+    from safetensors.torch import save_file
+
+    data = cli_settings.data_dir
+    tiny_gpt2(data / "models")
+    (data / "datasets" / "acts" / "x").mkdir(parents=True)
+    np.save(data / "datasets" / "ids.npy", np.zeros((4, 8), dtype=np.int64))
+    save_file(
+        {"activations": torch.zeros(2048, 32)}, data / "datasets/acts/x/activations.safetensors"
+    )
+    cfg = {"kind": "activations", "model": "gpt2-tiny", "input": "ids.npy",
+           "hook": "transformer.h.0", "hook_io": "output", "context_length": 8}  # fmt: skip
+    (data / "datasets" / "acts" / "x" / "cfg.json").write_text(json.dumps(cfg))
+    trained = {"d_in": 32, "d_sae": 64, "batch_size": 64,
+               "dataset": {"type": "file", "path": "acts/x/activations.safetensors"}}  # fmt: skip
+    held = cli("submit", "sae", "--config", json.dumps(trained), "--hold", "--json")
+    assert held.returncode == 0, held.stderr
+    source = json.loads(held.stdout)["id"]
+    write_sae_checkpoint(data, 5, job=source, weights=identity_sae(32), **trained)
+
+    scored = cli("submit", "sae_eval", "--on-output", str(source), "--hold", "--json")
+    assert scored.returncode == 0, scored.stderr
+    prefilled = json.loads(scored.stdout)["config"]["loss_recovered"]
+    assert {k: prefilled[k] for k in cfg if k != "kind"} == {k: cfg[k] for k in cfg if k != "kind"}
+    assert "acts/x/cfg.json" in scored.stderr  # the note says where it came from
+
+    wide = {"loss_recovered": {**prefilled, "hook": "transformer.h.0.mlp.c_fc"}}
+    refused = cli("submit", "sae_eval", "--on-output", str(source), "--config", json.dumps(wide))
+    assert refused.returncode != 0
+    assert "loss_recovered.hook" in refused.stderr and "128 wide" in refused.stderr, refused

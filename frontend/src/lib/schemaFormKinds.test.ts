@@ -128,4 +128,14 @@ describe("sae_eval: a required job, an optional step, a union of rows", () => {
     const values = { ...valuesFromConfig({ source_job: 12 }, fields), step: "500", "dataset.type": "file", "dataset.path": "acts/x.npy" };
     expect(toConfig(values, fields)).toMatchObject({ source_job: 12, step: 500, dataset: { type: "file", path: "acts/x.npy" } });
   });
+  it("offers loss recovered as a choice, off by default, its model fields while on", () => {
+    const f = byPath(fields);
+    expect(f["loss_recovered.type"]).toMatchObject({ kind: "select", options: ["off", "lm"], default: "off" });
+    expect(f["loss_recovered.model"]).toMatchObject({ label: "model", choices: "models" });
+    expect(f["loss_recovered.max_sequences"]).toMatchObject({ label: "sequences", min: 1, max: 1_000_000 });
+    expect(toConfig(valuesFromConfig({ source_job: 12 }, fields), fields)).toMatchObject({ loss_recovered: { type: "off" } });
+    const lm = { type: "lm", model: "gpt2", input: "ids.npy", hook: "transformer.h.6", context_length: 64 };
+    const config = toConfig(valuesFromConfig({ source_job: 12, loss_recovered: lm }, fields), fields);
+    expect(config["loss_recovered"]).toMatchObject({ ...lm, hook_io: "output", max_sequences: 256 });
+  });
 });

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from gpudeck.engine.kinds import InputError
@@ -15,17 +16,32 @@ from gpudeck.kinds.activations.config import ActivationsConfig
 
 
 def check_inputs(config: ActivationsConfig, data_dir: Path) -> None:
-    for field, resolve, root, relative in (
-        ("model", resolve_under, "models", config.model),
-        ("input", resolve_under, "datasets", config.input),
-        ("output", resolve_new_under, "datasets", config.output),
-    ):
-        try:
-            found = resolve(data_dir / root, relative)
-        except ItemsError as exc:
-            raise InputError(field, str(exc) + _did_you_mean(data_dir / root, relative)) from None
-        if field == "model" and not (found / "config.json").is_file():
-            raise InputError("model", f"{relative!r} is not a Hugging Face model directory")
+    model_dir(data_dir, config.model, "model")
+    resolve_field(data_dir, "datasets", config.input, "input")
+    resolve_field(data_dir, "datasets", config.output, "output", resolve_new_under)
+
+
+def resolve_field(
+    data_dir: Path,
+    root: str,
+    relative: str,
+    field: str,
+    resolve: Callable[[Path, str], Path] = resolve_under,
+) -> Path:
+    """`relative` under <data_dir>/<root>, or an InputError on `field` saying why (with the
+    closest names there when it is not found)."""
+    try:
+        return resolve(data_dir / root, relative)
+    except ItemsError as exc:
+        raise InputError(field, str(exc) + _did_you_mean(data_dir / root, relative)) from None
+
+
+def model_dir(data_dir: Path, relative: str, field: str) -> Path:
+    """A Hugging Face model directory under <data_dir>/models, or an InputError on `field`."""
+    found = resolve_field(data_dir, "models", relative, field)
+    if not (found / "config.json").is_file():
+        raise InputError(field, f"{relative!r} is not a Hugging Face model directory")
+    return found
 
 
 def _did_you_mean(root: Path, relative: str) -> str:

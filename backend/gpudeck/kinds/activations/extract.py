@@ -12,7 +12,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -53,9 +53,17 @@ def load_model(model_dir: Path, dtype: str, device: torch.device) -> tuple[Any, 
     return model.to(device).eval(), tokenizer
 
 
-def encode(
-    batch: Any, tokenizer: Any, config: ActivationsConfig
-) -> tuple[torch.Tensor, torch.Tensor]:
+class Encoding(Protocol):
+    """What `encode` reads of a config (the activations kind's, or sae_eval's loss recovered)."""
+
+    @property
+    def context_length(self) -> int: ...
+
+    @property
+    def text_field(self) -> str: ...
+
+
+def encode(batch: Any, tokenizer: Any, config: Encoding) -> tuple[torch.Tensor, torch.Tensor]:
     """(input_ids, attention_mask) of a batch of items: token-id rows or JSONL records."""
     if isinstance(batch, np.ndarray):
         ids = torch.from_numpy(np.array(batch[:, : config.context_length], dtype=np.int64))
@@ -81,17 +89,22 @@ def select_rows(acts: torch.Tensor, mask: torch.Tensor, positions: str) -> torch
     return acts[torch.arange(acts.shape[0]), last]
 
 
+def forward_bytes_per_sequence(width: int, heads: int, context_length: int, itemsize: int) -> int:
+    """A rough peak of one sequence's forward pass without a graph: ~20 activations of width
+    d_model per token, and the attention scores (heads x T x T)."""
+    return (context_length * width * 20 + heads * context_length**2 * 2) * itemsize
+
+
 def estimate_bytes(model: Any, context_length: int) -> Any:
-    """A rough per-batch peak for batch size `auto`: the weights, ~20 activations of width
-    d_model per token, and the attention scores (heads x T x T per sequence)."""
+    """A rough per-batch peak for batch size `auto`: the weights and each sequence's forward."""
     width = int(getattr(model.config, "hidden_size", 0) or getattr(model.config, "n_embd", 1))
     heads = int(getattr(model.config, "num_attention_heads", 1) or 1)
     itemsize = next(model.parameters()).element_size()
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    per_seq = forward_bytes_per_sequence(width, heads, context_length, itemsize)
 
     def per_batch(batch: int) -> int:
-        per_seq = context_length * width * 20 + heads * context_length**2 * 2
-        return weights + batch * per_seq * itemsize
+        return weights + batch * per_seq
 
     return per_batch
 

@@ -1,9 +1,11 @@
 """Read one module's input or output during a forward pass, and stop the pass right there
-(the layers after the hook point would only cost time)."""
+(the layers after the hook point would only cost time); or replace it for the rest of the pass
+(sae_eval's loss recovered: the SAE's reconstruction, or zeros, in its place)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import torch
@@ -53,3 +55,40 @@ def capture(
     finally:
         handle.remove()
     raise HookError("the hook point was not reached by the forward pass")
+
+
+def _with_first(value: Any, new: torch.Tensor) -> Any:
+    """`value` with its first tensor (as `_first_tensor` finds it) replaced by `new`."""
+    if isinstance(value, torch.Tensor):
+        return new
+    if isinstance(value, tuple | list) and value and isinstance(value[0], torch.Tensor):
+        return type(value)([new, *value[1:]])
+    raise HookError(f"the hook point gave a {type(value).__name__}, not a tensor")
+
+
+@contextmanager
+def replacing(
+    module: torch.nn.Module,
+    io: Literal["output", "input"],
+    change: Callable[[torch.Tensor], torch.Tensor],
+) -> Iterator[None]:
+    """While inside, every forward pass through `module` goes on with `change(t)` in place of
+    its output (or first input) `t`, [batch, seq, d]."""
+
+    def on_output(_m: torch.nn.Module, _args: Any, out: Any) -> Any:
+        return _with_first(out, change(_first_tensor(out)))
+
+    def on_input(_m: torch.nn.Module, args: Any, kwargs: dict[str, Any]) -> Any:
+        if args:
+            return _with_first(args, change(_first_tensor(args))), kwargs
+        key = "hidden_states" if "hidden_states" in kwargs else next(iter(kwargs))
+        return args, {**kwargs, key: change(_first_tensor(kwargs[key]))}
+
+    if io == "output":
+        handle = module.register_forward_hook(on_output)
+    else:
+        handle = module.register_forward_pre_hook(on_input, with_kwargs=True)
+    try:
+        yield
+    finally:
+        handle.remove()

@@ -1,6 +1,7 @@
 """The `sae_eval` job kind: score one checkpoint of an `sae` job (running or ended) on rows it
 was not trained on: L0, explained variance, MSE, dead latents and the feature-density
-histogram. An `sae` job offers it as its follow-up ("Evaluate a checkpoint").
+histogram; with `loss_recovered`, also SAEBench's loss recovered on the language model the
+activations came from. An `sae` job offers it as its follow-up ("Evaluate a checkpoint").
 
 What the registry loads (entry point `sae_eval = "gpudeck.kinds.sae_eval:KIND"`): the config
 model and code references, nothing that imports torch.
@@ -16,10 +17,11 @@ KIND = JobKind(
     name="sae_eval",
     description=(
         "Score a checkpoint of an SAE job on held-out rows: L0, explained variance, MSE, dead"
-        " latents, feature density"
+        " latents, feature density; loss recovered on the language model"
     ),
     config_model=SaeEvalConfig,
     train="gpudeck.kinds.sae_eval.run:train",
+    estimate_memory="gpudeck.kinds.sae_eval.memory:estimate_memory",
     check_inputs="gpudeck.kinds.sae_eval.checks:check_inputs",
     reads_job_field="source_job",
     charts=(
@@ -32,11 +34,15 @@ KIND = JobKind(
     ),
     summary_metrics=(
         Series("explained_variance", "explained var."),
+        Series("loss_recovered", "loss recovered"),
         Series("l0", "L0"),
         Series("mse", "MSE"),
         Series("dead_pct", "dead % (never fired on the rows)"),
         Series("rows", "rows scored"),
         Series("mmcs", "mmcs"),
         Series("features_recovered_pct", "features recovered %"),
+        Series("lm_loss_clean", "LM loss (clean)"),
+        Series("lm_loss_sae", "LM loss (SAE spliced in)"),
+        Series("lm_loss_zero", "LM loss (hook zeroed)"),
     ),
 )

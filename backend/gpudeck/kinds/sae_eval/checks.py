@@ -1,5 +1,6 @@
 """What an evaluation names, at submit (a 422 naming the field) and again in the rank:
-the source job's checkpoint on disk, the SAE config it was trained with, and the rows."""
+the source job's checkpoint on disk, the SAE config it was trained with, and the rows; with
+loss recovered, the model and its sequences too (lm_checks.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from gpudeck.kinds.sae.data import (
     resolve_dataset_path,
 )
 from gpudeck.kinds.sae.heldout import split_heldout
-from gpudeck.kinds.sae_eval.config import EvalFile, SaeEvalConfig
+from gpudeck.kinds.sae_eval.config import EvalFile, LossRecovered, SaeEvalConfig
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ def open_rows(config: SaeEvalConfig, source: Source, data_dir: Path) -> Rows:
 
 
 def check_inputs(config: SaeEvalConfig, data_dir: Path) -> None:
-    """At submit: the checkpoint exists and the rows can be read with its d_in."""
+    """At submit: the checkpoint exists, the rows can be read with its d_in, and loss
+    recovered's model and sequences are there, its hook as wide as that d_in."""
     source = read_source(config, data_dir)
     field = "dataset.path" if isinstance(config.dataset, EvalFile) else "dataset"
     try:
@@ -100,3 +102,7 @@ def check_inputs(config: SaeEvalConfig, data_dir: Path) -> None:
         raise InputError(field, f"{exc} (the checkpoint's d_in is {source.config.d_in})") from None
     except (OSError, ValueError, KeyError) as exc:  # not a readable .npy/.safetensors file
         raise InputError(field, f"the rows cannot be read: {exc}") from None
+    if isinstance(config.loss_recovered, LossRecovered):
+        from gpudeck.kinds.sae_eval.lm_checks import check_loss_recovered  # imports transformers
+
+        check_loss_recovered(config.loss_recovered, source.config.d_in, data_dir)

@@ -1,4 +1,5 @@
-"""The `sae_eval` kind's configuration: which SAE checkpoint, scored on which rows."""
+"""The `sae_eval` kind's configuration: which SAE checkpoint, scored on which rows, and
+optionally on which language model (loss recovered)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpudeck.kinds.activations.config import HookIo, HookPath, ModelDir, ModelDtype, TokenInput
 from gpudeck.kinds.sae.config import FileDataset
 
 
@@ -31,6 +33,71 @@ class EvalFile(FileDataset):
 
 
 EvalDataset = Annotated[HeldoutRows | EvalFile, Field(discriminator="type")]
+
+
+class NoLossRecovered(BaseModel):
+    """No language model: the SAE is scored on activation rows only."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    type: Literal["off"] = "off"
+
+
+class LossRecovered(BaseModel):
+    """SAEBench's loss recovered: the model's next-token cross-entropy on token sequences run
+    clean, with the hook point's tensor replaced by the SAE's reconstruction, and zeroed;
+    (L_zero - L_sae) / (L_zero - L_clean). The fields of the activations job the SAE was
+    trained on (its output's cfg.json), which the evaluation follow-up fills in."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    type: Literal["lm"] = "lm"
+    model: ModelDir = Field(title="model")
+    input: TokenInput = Field(title="token sequences")
+    tensor_name: str | None = Field(
+        default=None,
+        title="tensor name",
+        max_length=128,
+        description="tensor of token ids to read from a .safetensors file",
+    )
+    text_field: str = Field(
+        default="text",
+        title="text field",
+        min_length=1,
+        max_length=128,
+        description="a .jsonl record's text (tokenized with the model directory's tokenizer)",
+    )
+    hook: HookPath = Field(title="hook point")
+    hook_io: HookIo = Field(
+        default="output",
+        title="hook input/output",
+        description="the module's output or its first input: what the SAE was trained on",
+    )
+    context_length: int = Field(
+        default=128,
+        title="context length",
+        ge=2,
+        le=1_048_576,
+        description="tokens per sequence (longer ones are cut)",
+    )
+    max_sequences: int = Field(
+        default=256,
+        title="sequences",
+        ge=1,
+        le=1_000_000,
+        description="score the input's first n sequences (fewer if it holds fewer)",
+    )
+    batch_size: int = Field(
+        default=8,
+        title="sequences per batch",
+        ge=1,
+        le=4096,
+        description="sequences run through the model at once on each rank",
+    )
+    dtype: ModelDtype = Field(default="float32", title="model dtype")
+
+
+LossRecoveredSpec = Annotated[NoLossRecovered | LossRecovered, Field(discriminator="type")]
 
 
 class SaeEvalConfig(BaseModel):
@@ -65,4 +132,12 @@ class SaeEvalConfig(BaseModel):
         ge=1,
         le=1_048_576,
         description="rows encoded at once on each rank",
+    )
+    loss_recovered: LossRecoveredSpec = Field(
+        default_factory=NoLossRecovered,
+        title="loss recovered",
+        description=(
+            "lm: also run the language model the SAE's activations came from with the SAE's"
+            " reconstruction spliced in at the hook (SAEBench's loss recovered); off: skip it"
+        ),
     )

@@ -4,14 +4,13 @@ field), and its figures on a case computed by hand."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 from pydantic import ValidationError
-from sae_eval_fixtures import SOURCE_JOB, write_rows, write_sae_checkpoint
+from sae_eval_fixtures import SOURCE_JOB, FakeContext, write_rows, write_sae_checkpoint
 
 from gpudeck.engine.checkpoint import write_checkpoint
 from gpudeck.engine.kinds import InputError, get_kind
@@ -21,35 +20,6 @@ from gpudeck.kinds.sae_eval import density
 from gpudeck.kinds.sae_eval.checks import check_inputs
 from gpudeck.kinds.sae_eval.config import SaeEvalConfig
 from gpudeck.kinds.sae_eval.run import density_histogram, train
-
-
-@dataclass
-class FakeContext:
-    """What `train` uses of a TrainContext, in one process (no process group)."""
-
-    data_dir: Path
-    rank: int = 0
-    world_size: int = 1
-    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
-    is_main: bool = True
-    reports: list[tuple[int, dict[str, float]]] = field(default_factory=list)
-    saved: list[tuple[int, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
-    progress_seen: list[tuple[int, int]] = field(default_factory=list)
-
-    def report(self, step: int, metrics: dict[str, float]) -> None:
-        self.reports.append((step, dict(metrics)))
-
-    def progress(self, step: int, total: int) -> None:
-        self.progress_seen.append((step, total))
-
-    def log(self, message: str) -> None:
-        pass
-
-    def should_stop(self) -> bool:
-        return False
-
-    def save_checkpoint(self, step: int, *, tensor_files: Any, json_files: Any) -> None:
-        self.saved.append((step, tensor_files, json_files))
 
 
 def _config(**fields: Any) -> SaeEvalConfig:
