@@ -60,8 +60,10 @@ def _reconstruct(sae: Sae, hook: str) -> Any:
     def change(t: torch.Tensor) -> torch.Tensor:
         if t.shape[-1] != sae.d_in:
             raise ValueError(f"hook {hook} gives width {t.shape[-1]}, the SAE's d_in is {sae.d_in}")
-        x = t.to(sae.W_enc.dtype)
-        return sae.decode(sae.encode(x)).to(t.dtype)
+        # [batch, tokens, d_in] as rows [batch * tokens, d_in]: the SAE encodes rows, as in
+        # training (TopK's encode scatters into a [rows, d_sae] tensor)
+        x = t.reshape(-1, sae.d_in).to(sae.W_enc.dtype)
+        return sae.decode(sae.encode(x)).reshape(t.shape).to(t.dtype)
 
     return change
 

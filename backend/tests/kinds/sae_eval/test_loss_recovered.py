@@ -81,6 +81,17 @@ def test_an_exact_reconstruction_recovers_all_the_loss(lm_data: Path, hook: str,
     assert found["lm_tokens"] == 12 * 15  # every token but each sequence's first is predicted
 
 
+def test_a_topk_sae_is_spliced_in_row_by_row(lm_data: Path) -> None:
+    """TopK's encode takes rows [N, d_in]; the hook's tensor is [batch, tokens, d_in]. The
+    identity SAE as TopK with k = d_in keeps every non-zero latent: still exact."""
+    write_sae_checkpoint(lm_data, 5, weights=identity_sae(WIDTH), architecture="topk", k=WIDTH)
+    ctx = FakeContext(lm_data)
+    train(ctx, _config())  # type: ignore[arg-type]
+    [(_, found)] = ctx.reports
+    assert found["lm_loss_sae"] == pytest.approx(found["lm_loss_clean"], abs=1e-5)
+    assert found["loss_recovered"] == pytest.approx(1.0, abs=1e-5)
+
+
 def test_the_clean_loss_is_the_models_own(lm_data: Path) -> None:
     from transformers import AutoModelForCausalLM
 
