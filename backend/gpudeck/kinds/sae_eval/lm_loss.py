@@ -107,3 +107,17 @@ def figures(sums: torch.Tensor) -> dict[str, float]:
     if zeroed - clean > MIN_GAP:
         found["loss_recovered"] = (zeroed - spliced) / (zeroed - clean)
     return found
+
+
+def left_out(found: dict[str, float], hook: str) -> str | None:
+    """Why `figures` left loss recovered out (for the job's log: the page shows a dash), or
+    None when it is there."""
+    if "loss_recovered" in found:
+        return None
+    clean, zeroed = found["lm_loss_clean"], found["lm_loss_zero"]
+    return (
+        f"loss recovered left out: zeroing {hook} did not raise the model's loss (clean"
+        f" {clean:.4f}, zeroed {zeroed:.4f} nats per token), so there is no loss for the SAE to"
+        " recover; the model ignores that hook point on these sequences (an untrained model,"
+        " for one)"
+    )

@@ -165,6 +165,9 @@ def train(ctx: TrainContext, config: SaeEvalConfig) -> None:
         if sums is None:
             return
         lm_figures = lm_loss.figures(sums)
+        why = lm_loss.left_out(lm_figures, lm_pass.spec.hook)
+        if why is not None and ctx.is_main:
+            ctx.log(why)
     if not ctx.is_main:
         return
     frequencies = found.frequencies()

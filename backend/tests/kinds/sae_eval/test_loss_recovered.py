@@ -30,6 +30,7 @@ from sae_eval_fixtures import (
 from gpudeck.engine.kinds import InputError
 from gpudeck.kinds.sae.config import SaeConfig
 from gpudeck.kinds.sae.follow_up import evaluate_checkpoint
+from gpudeck.kinds.sae_eval import lm_loss
 from gpudeck.kinds.sae_eval.checks import check_inputs
 from gpudeck.kinds.sae_eval.config import SaeEvalConfig
 from gpudeck.kinds.sae_eval.memory import estimate_memory
@@ -119,6 +120,18 @@ def test_a_reconstruction_of_zeros_recovers_none(lm_data: Path) -> None:
     noisy = identity_sae(WIDTH)
     noisy["W_dec"] = torch.randn(2 * WIDTH, WIDTH, generator=torch.Generator().manual_seed(0))
     assert _figures(lm_data, noisy)["loss_recovered"] <= 0.05  # noise: no better than zeros
+
+
+def test_a_loss_recovered_left_out_says_why() -> None:
+    """Zeroing the hook lowers the loss (an untrained model): no ratio, and a log line
+    saying why, since the job page only shows a dash."""
+    found = lm_loss.figures(torch.tensor([4.61, 4.62, 4.60, 1.0], dtype=torch.float64))
+    assert "loss_recovered" not in found
+    why = lm_loss.left_out(found, "transformer.h.0")
+    assert why is not None and "zeroing transformer.h.0 did not raise" in why
+    assert "clean 4.6100, zeroed 4.6000" in why
+    kept = lm_loss.figures(torch.tensor([1.0, 2.0, 6.0, 1.0], dtype=torch.float64))
+    assert kept["loss_recovered"] == pytest.approx(0.8) and lm_loss.left_out(kept, "h") is None
 
 
 def test_the_figures_do_not_depend_on_the_batches(lm_data: Path) -> None:
