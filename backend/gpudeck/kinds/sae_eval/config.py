@@ -52,8 +52,20 @@ class LossRecovered(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     type: Literal["lm"] = "lm"
-    model: ModelDir = Field(title="model")
-    input: TokenInput = Field(title="token sequences")
+    model: ModelDir = Field(
+        title="model",
+        description=(
+            "the model the SAE's activations came from: a save_pretrained directory under"
+            " <data_dir>/models (never downloaded)"
+        ),
+    )
+    input: TokenInput = Field(
+        title="token sequences",
+        description=(
+            "what the model reads, under <data_dir>/datasets: token ids [N, T]"
+            " (.npy/.safetensors) or .jsonl text, usually the activations job's input"
+        ),
+    )
     tensor_name: str | None = Field(
         default=None,
         title="tensor name",
@@ -67,7 +79,13 @@ class LossRecovered(BaseModel):
         max_length=128,
         description="a .jsonl record's text (tokenized with the model directory's tokenizer)",
     )
-    hook: HookPath = Field(title="hook point")
+    hook: HookPath = Field(
+        title="hook point",
+        description=(
+            "the module the SAE's activations were taken from (the activations job's hook, e.g."
+            " transformer.h.6); its width must be the SAE's d_in"
+        ),
+    )
     hook_io: HookIo = Field(
         default="output",
         title="hook input/output",
@@ -137,7 +155,10 @@ class SaeEvalConfig(BaseModel):
         default_factory=NoLossRecovered,
         title="loss recovered",
         description=(
-            "lm: also run the language model the SAE's activations came from with the SAE's"
-            " reconstruction spliced in at the hook (SAEBench's loss recovered); off: skip it"
+            "lm: also run the language model the SAE's activations came from three ways (clean,"
+            " the SAE's reconstruction spliced in at the hook, the hook zeroed) and report loss"
+            " recovered, SAEBench's (zeroed - SAE) / (zeroed - clean) of the next-token loss: 1"
+            " when the SAE loses nothing the model uses, 0 when it is as bad as zeroing; off:"
+            " skip it"
         ),
     )
