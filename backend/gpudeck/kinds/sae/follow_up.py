@@ -35,9 +35,12 @@ def evaluate_checkpoint(config: SaeConfig, data_dir: Path) -> FollowUp:
         where, extraction = found
         fields = {k: extraction[k] for k in _FROM_EXTRACTION if k in extraction}
         prefill["loss_recovered"] = {"type": "lm", **fields}
+        hook = f"{fields.get('hook')} ({fields.get('hook_io', 'output')})"
         note += (
-            f" Loss recovered runs {fields.get('model')} with the SAE at {fields.get('hook')}"
-            f" (from {where}); set it off to skip the model."
+            f" Loss recovered is on: it runs the model {fields.get('model')} on"
+            f" {fields.get('input')} with the SAE's reconstruction spliced in at {hook}, as the"
+            f" activations job extracted them (filled in from {where}); set loss recovered's"
+            " type to off to skip the model."
         )
     return FollowUp(
         "sae_eval",
