@@ -34,15 +34,16 @@ KIND = JobKind(
     ),
     summary_metrics=(
         Series("explained_variance", "explained var."),
+        # loss recovered beside the three losses it is the ratio of
         Series("loss_recovered", "loss recovered"),
+        Series("lm_loss_clean", "LM loss (clean)"),
+        Series("lm_loss_sae", "LM loss (SAE spliced in)"),
+        Series("lm_loss_zero", "LM loss (hook zeroed)"),
         Series("l0", "L0"),
         Series("mse", "MSE"),
         Series("dead_pct", "dead % (never fired on the rows)"),
         Series("rows", "rows scored"),
-        Series("mmcs", "mmcs"),
-        Series("features_recovered_pct", "features recovered %"),
-        Series("lm_loss_clean", "LM loss (clean)"),
-        Series("lm_loss_sae", "LM loss (SAE spliced in)"),
-        Series("lm_loss_zero", "LM loss (hook zeroed)"),
+        Series("mmcs", "mmcs (synthetic data)"),
+        Series("features_recovered_pct", "features recovered % (synthetic data)"),
     ),
 )
