@@ -35,10 +35,15 @@ def sae_on_output(config: ActivationsConfig, data_dir: Path) -> FollowUp | None:
         cfg = json.loads(cfg_path.read_text())
         dataset = cfg["sae_dataset"]
         return FollowUp("sae", LABEL, {"d_in": int(cfg["d_in"]), "dataset": dataset},
-                        note=f"d_in from {config.output}/cfg.json")  # fmt: skip
+                        note=f"The SAE's d_in ({int(cfg['d_in'])}) and file come from"
+                             f" {config.output}/cfg.json.")  # fmt: skip
     width = _model_width(data_dir, config.model)
     dataset = {"type": "file", "path": f"{config.output}/{CONSOLIDATED}"}
     if width is None:
-        return FollowUp("sae", LABEL, {"dataset": dataset}, note="d_in unknown: set it")
-    note = f"d_in is the model's hidden size ({config.hook}); check it for a hook inside a block"
+        note = "The SAE's d_in is unknown: set it"
+        return FollowUp("sae", LABEL, {"dataset": dataset}, note=note)
+    note = (
+        f"The SAE's d_in is the model's hidden size ({config.hook}); check it for a hook inside"
+        " a block"
+    )
     return FollowUp("sae", LABEL, {"d_in": width, "dataset": dataset}, note=note)
