@@ -58,7 +58,9 @@ export function BarChart({ title, bars, xLabel, testId }: { title: string; bars:
           )}
         </>
       ) : (
-        <div className="chart-empty muted small">no data yet</div>
+        // in the flow, not over the plot as a line chart's: without bars there is no plot, and
+        // the absolute message sat on the title
+        <div className="chart-empty in-flow muted small">no data yet</div>
       )}
     </div>
   );
