@@ -143,6 +143,14 @@ describe("JobDetail actions", () => {
     expect(screen.getByTestId("job-error")).toHaveTextContent("Traceback");
   });
 
+  it("titles an ended job's missing figure as never reported, and a running job's not", async () => {
+    jobPage(makeJob({ status: "succeeded", finished_at: at }), { "GET /api/jobs/7/metrics": () => metrics(10) });
+    const dash = await screen.findByText((_, node) => node?.tagName === "DD" && node.previousSibling?.textContent === "L0");
+    expect(dash).toHaveTextContent("—");
+    expect(dash).toHaveAttribute("title", "not reported by this job; its log may say why");
+    expect(screen.getByTestId("last-loss")).not.toHaveAttribute("title");
+  });
+
   it("reads the checkpoints again when the job ends", async () => {
     const api = jobPage(makeJob({ status: "cancelled", finished_at: at }));
     await screen.findByTestId("run-again");

@@ -122,12 +122,20 @@ export function JobDetail() {
               <MemoryFigures estimateBytes={j.estimate_bytes_per_device} peakBytes={j.peak_memory_bytes} />
             </dd>
           </div>
-          {(kind.data?.summary_metrics ?? []).map((m, i) => (
-            <div key={m.metric}>
-              <dt>{m.label}</dt>
-              <dd data-testid={i === 0 ? "last-loss" : undefined}>{formatMetric(m.metric, numberOrNull(latest(m.metric)))}</dd>
-            </div>
-          ))}
+          {(kind.data?.summary_metrics ?? []).map((m, i) => {
+            const value = numberOrNull(latest(m.metric));
+            // an ended job's dash is "never reported" (e.g. sae_eval's loss recovered when zeroing
+            // the hook costs nothing), not "not yet": say where the reason may be
+            const missing = value === null && j.finished_at != null ? "not reported by this job; its log may say why" : undefined;
+            return (
+              <div key={m.metric}>
+                <dt>{m.label}</dt>
+                <dd data-testid={i === 0 ? "last-loss" : undefined} title={missing}>
+                  {formatMetric(m.metric, value)}
+                </dd>
+              </div>
+            );
+          })}
         </dl>
         <RankMemory memory={j.rank_memory} advice={j.advice} />
         {j.error_summary && (
