@@ -53,9 +53,11 @@ class Latents(NamedTuple):
         fired = torch.zeros(d_sae, dtype=torch.bool, device=self.values.device)
         return fired.index_fill_(0, self.indices[self.values > 0], True)
 
-    def fire_counts(self, d_sae: int) -> torch.Tensor:
-        """float64[d_sae]: on how many samples of the batch each latent was active."""
-        active = (self.values > 0).to(torch.float64)
+    def fire_counts(self, d_sae: int, above: torch.Tensor | None = None) -> torch.Tensor:
+        """float64[d_sae]: on how many samples of the batch each latent was active (its value
+        above `above` when given, else above 0)."""
+        floor = 0 if above is None else above.to(self.values.dtype)
+        active = (self.values > floor).to(torch.float64)
         if self.indices is None:
             return active.sum(dim=0)
         counts = torch.zeros(d_sae, dtype=torch.float64, device=self.values.device)
@@ -206,6 +208,12 @@ class Sae(nn.Module):
             self.b_dec.zero_()
         else:
             self.b_dec.copy_(b_dec)
+
+    def firing_threshold(self) -> torch.Tensor | None:
+        """The value a latent must exceed to fire in the saved model's encode, where training
+        selects by another rule (BatchTopK: the running threshold); None: above 0. The trainer
+        counts a latent alive by it, so AuxK revives what would be dead once saved."""
+        return None
 
     def decoder_init_norm(self) -> float:
         return 1.0 if self.unit_norm_decoder else 0.1

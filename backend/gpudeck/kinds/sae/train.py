@@ -353,6 +353,10 @@ def _one_step(run: _Run, device: torch.device) -> tuple[torch.Tensor, SaeOutput]
     run.step += 1
     counts = output.latents.fire_counts(run.config.d_sae)
     run.fire_counts += counts
+    # Alive as the saved model would fire: the dead count and AuxK's mask go by it.
+    threshold = run.model.firing_threshold()
+    if threshold is not None:
+        counts = output.latents.fire_counts(run.config.d_sae, above=threshold)
     fired = counts > 0
     run.metrics.observe(run.step, fired)
     if run.dead is not None:

@@ -15,7 +15,7 @@ from gpudeck.kinds.sae.checkpoint import load as load_checkpoint
 from gpudeck.kinds.sae.config import Architecture, SaeConfig, SyntheticDataset
 from gpudeck.kinds.sae.data import SyntheticSource
 from gpudeck.kinds.sae.metrics import DeadLatents
-from gpudeck.kinds.sae.model import sparse_decode, train_step
+from gpudeck.kinds.sae.model import Latents, sparse_decode, train_step
 from gpudeck.kinds.sae.train import build_model, set_topk_warm_up
 
 ARCHITECTURES = {
@@ -110,6 +110,36 @@ def test_topk_warm_up_selects_k_per_sample_then_switches(architecture: Architect
     # At most k per sample (fewer where a top-k pre-activation is negative); more after.
     assert max(most[:20]) == 3, most[:20]
     assert max(most[20:]) > 3, most[20:]
+
+
+def test_batchtopk_counts_alive_only_what_its_saved_model_fires() -> None:
+    """The batch's k x B largest can include a latent's small values that the saved model's
+    running threshold silences: the trainer counts such a latent not fired (so AuxK revives
+    it), and the count agrees with the saved encode on the same pre-activations."""
+    config = SaeConfig(architecture="batchtopk", d_in=4, d_sae=3, k=1)
+    model = build_model(config, torch.device("cpu"))
+    with torch.no_grad():
+        model.W_enc.copy_(torch.eye(4)[:, :3])
+        model.b_enc.zero_()
+        model.b_dec.zero_()
+        model.topk_threshold.fill_(1.0)
+    x = torch.tensor([[0.5, 2.0, 0.0, 0.0], [0.7, 0.0, 3.0, 0.0]])
+    # What the batch's top 2 of 6 selects in training would be 2.0 and 3.0; take latent 0's
+    # 0.5 and 0.7 selected too (a batch whose k x B-th largest is low).
+    selected = Latents(torch.tensor([[0.5, 2.0, 0.0], [0.7, 0.0, 3.0]]))
+    assert selected.fire_counts(3).tolist() == [2.0, 1.0, 1.0]
+    alive = selected.fire_counts(3, above=model.firing_threshold())
+    assert alive.tolist() == [0.0, 1.0, 1.0]
+    with torch.no_grad():
+        saved_fires = (model.encode(x) > 0).sum(dim=0).double()
+    assert saved_fires.tolist() == alive.tolist()
+    # TopK's saved encode fires whatever training selects: no threshold of its own.
+    assert (
+        build_model(
+            SaeConfig(architecture="topk", d_in=4, d_sae=3, k=1), torch.device("cpu")
+        ).firing_threshold()
+        is None
+    )
 
 
 def test_dead_by_frequency_marks_latents_that_fire_rarely() -> None:
