@@ -76,9 +76,11 @@ RUNS: dict[str, tuple[dict[str, Any], str]] = {
         "",
     ),
     "standard l1=5": ({"architecture": "standard", "l1_coefficient": 5.0}, "standard"),
+    "standard l1=3": ({"architecture": "standard", "l1_coefficient": 3.0}, "standard"),
     # JumpReLU's TopK warm-up against shorter ones and none, at the default coefficient.
     "jumprelu no warm-up": ({"architecture": "jumprelu", "topk_warm_up_steps": 0}, ""),
     "jumprelu warm-up 0.1": ({"architecture": "jumprelu", "topk_warm_up_steps": 0.1}, ""),
+    "jumprelu warm-up 0.25": ({"architecture": "jumprelu", "topk_warm_up_steps": 0.25}, ""),
     "jumprelu warm-up 0.5": ({"architecture": "jumprelu", "topk_warm_up_steps": 0.5}, ""),
     "jumprelu l0=4": ({"architecture": "jumprelu", "l0_coefficient": 4.0}, ""),
     # SAELens's trainer clips the gradient norm at 1 always; GPUDeck's only when asked.
@@ -87,6 +89,13 @@ RUNS: dict[str, tuple[dict[str, Any], str]] = {
         {"architecture": "jumprelu", "topk_warm_up_steps": 0, "grad_clip_norm": 1.0},
         "",
     ),
+}
+# The k-sparse family's AuxK before issue 26's defaults (Gao et al.'s 1/32; SAELens's is 1),
+# and TopK with BatchTopK's frequency rule.
+RUNS |= {
+    "topk aux 1/32": ({"architecture": "topk", "aux_k_coefficient": 1 / 32}, ""),
+    "batchtopk aux 1/32": ({"architecture": "batchtopk", "aux_k_coefficient": 1 / 32}, ""),
+    "topk min freq 1e-4": ({"architecture": "topk", "dead_min_frequency": 1e-4}, ""),
 }
 DEFAULT_RUNS = "topk,batchtopk,jumprelu"
 

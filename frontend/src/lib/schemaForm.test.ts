@@ -64,6 +64,7 @@ describe("fieldsFromSchema over the sae kind's schema", () => {
       topk_warm_up_steps,
       l1_warm_up_steps,
       batchtopk_threshold_lr,
+      dead_min_frequency,
       ...topk
     } = kinds.sae.defaults;
     void [
@@ -75,6 +76,7 @@ describe("fieldsFromSchema over the sae kind's schema", () => {
       topk_warm_up_steps,
       l1_warm_up_steps,
       batchtopk_threshold_lr,
+      dead_min_frequency,
     ];
     expect(toConfig(defaultValues(fields), fields)).toEqual(topk);
   });

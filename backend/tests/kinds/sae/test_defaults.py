@@ -51,10 +51,14 @@ def test_a_bad_share_is_refused_by_name(field: str, value: float) -> None:
 
 
 def test_each_architecture_gets_its_measured_defaults() -> None:
-    topk = SaeConfig(architecture="topk", steps=1500)
-    assert (topk.topk_warm_up_length(), topk.dead_min_frequency_value) == (0, 0.0)
-    batchtopk = SaeConfig(architecture="batchtopk", steps=1500)
-    assert (batchtopk.topk_warm_up_length(), batchtopk.dead_min_frequency_value) == (750, 1e-4)
+    topk = SaeConfig(architecture="topk", steps=1500, k=5, d_sae=512)
+    # The frequency rule: 1 % of the average latent's rate, k / d_sae.
+    assert topk.topk_warm_up_length() == 0
+    assert topk.dead_min_frequency_value == pytest.approx(5 / 512 / 100)
+    batchtopk = SaeConfig(architecture="batchtopk", steps=1500, k=64, d_sae=65_536)
+    assert batchtopk.topk_warm_up_length() == 750
+    assert batchtopk.dead_min_frequency_value == pytest.approx(64 / 65_536 / 100)
+    assert SaeConfig(architecture="jumprelu").dead_min_frequency_value == 0.0  # no AuxK
     jumprelu = SaeConfig(architecture="jumprelu", steps=1500, d_in=512)
     assert jumprelu.topk_warm_up_length() == 750  # half the run, as BatchTopK
     assert jumprelu.l0_coefficient_value == 8.0  # d_in / 64
