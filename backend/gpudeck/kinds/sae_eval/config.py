@@ -12,8 +12,10 @@ from gpudeck.kinds.sae.config import FileDataset
 
 
 class HeldoutRows(BaseModel):
-    """The rows the source job kept out of training (kinds/sae/heldout.py): for synthetic
-    data the samples after its `num_samples`, for a file its last rows."""
+    """The rows the SAE job kept out of training: for synthetic data the samples after its
+    num_samples, for a file its last rows."""
+
+    # The docstring is the form's hint while this variant is chosen. The rows: kinds/sae/heldout.py.
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -44,10 +46,13 @@ class NoLossRecovered(BaseModel):
 
 
 class LossRecovered(BaseModel):
-    """SAEBench's loss recovered: the model's next-token cross-entropy on token sequences run
-    clean, with the hook point's tensor replaced by the SAE's reconstruction, and zeroed;
-    (L_zero - L_sae) / (L_zero - L_clean). The fields of the activations job the SAE was
-    trained on (its output's cfg.json), which the evaluation follow-up fills in."""
+    """The language model run three ways: clean, with the SAE spliced in at the hook, and with
+    the hook zeroed (SAEBench's loss recovered)."""
+
+    # The docstring is the form's hint while this variant is chosen. The figure: the model's
+    # next-token cross-entropy on the token sequences each way, (L_zero - L_sae) / (L_zero -
+    # L_clean). The fields are the activations job's the SAE was trained on (its output's
+    # cfg.json), which the evaluation follow-up fills in.
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
