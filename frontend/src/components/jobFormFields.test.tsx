@@ -8,6 +8,7 @@ import { defaultValues, toConfig, type FormValues } from "../lib/jobForm";
 import { allFields, fieldsFromSchema, type FieldValue } from "../lib/schemaForm";
 import kinds from "../test/kindSchemas.json";
 import { JobForm } from "./JobForm";
+import { ConfigField } from "./newJob/ConfigField";
 
 function Harness({ kind, errors = {} }: { kind: keyof typeof kinds; errors?: Record<string, string> }) {
   const groups = fieldsFromSchema(kinds[kind].config_schema, kinds[kind].defaults);
@@ -82,5 +83,16 @@ describe("JobForm bounds", () => {
     expect(rows.querySelector("legend")).toHaveTextContent("rows");
     expect(within(rows).getByLabelText("type")).toHaveValue("heldout");
     expect(within(rows).queryByLabelText("rows")).toBeNull();
+  });
+  it("hints a union's select with the chosen variant's description", () => {
+    const groups = fieldsFromSchema(kinds.sae_eval.config_schema, kinds.sae_eval.defaults);
+    const spec = allFields(groups).find((f) => f.path === "loss_recovered.type");
+    if (!spec) throw new Error("no loss_recovered.type");
+    const { rerender } = render(<ConfigField spec={spec} value="off" onChange={() => {}} />);
+    expect(screen.getByLabelText("type")).toHaveAccessibleDescription("No language model: the SAE is scored on activation rows only.");
+    rerender(<ConfigField spec={spec} value="lm" onChange={() => {}} />);
+    expect(screen.getByLabelText("type")).toHaveAccessibleDescription(
+      /^The language model run three ways: clean, with the SAE spliced in at the hook/,
+    );
   });
 });

@@ -41,6 +41,8 @@ export interface FieldSpec {
   default: FieldValue;
   hint?: string;
   options?: string[];
+  /** a union's select: each variant's description, shown as the hint while it is chosen */
+  optionHints?: Record<string, string>;
   /** a list's or map's rows */
   item?: ValueKind;
   /** words accepted besides a number (`int | "auto"`) */
@@ -177,6 +179,15 @@ function walkObject(walk: Walk, schema: Schema, group: FieldGroup, outer: Omit<P
   }
 }
 
+/** Each variant's description (a Pydantic model's docstring), by its value; nothing when none has one. */
+function optionHintsOf(union: Union): { optionHints?: Record<string, string> } {
+  const hints = union.variants.flatMap((v) => {
+    const text = v.schema["description"];
+    return typeof text === "string" && text.trim() ? [[v.value, text.trim().replace(/\s+/g, " ")] as const] : [];
+  });
+  return hints.length > 0 ? { optionHints: Object.fromEntries(hints) } : {};
+}
+
 /** A discriminated union: a select of its variants, then each variant's fields while chosen. */
 function walkUnion(walk: Walk, group: FieldGroup, union: Union, outer: Omit<Place, "path" | "prefix" | "required">) {
   walk.groups.push(group);
@@ -189,6 +200,7 @@ function walkUnion(walk: Walk, group: FieldGroup, union: Union, outer: Omit<Plac
     kind: "select",
     options: union.variants.map((v) => v.value),
     default: typeof chosen === "string" ? chosen : (union.variants[0]?.value ?? ""),
+    ...optionHintsOf(union),
     ...(outer.advanced ? { advanced: true } : {}),
     ...(outer.when.length > 0 ? { when: outer.when } : {}),
   });

@@ -131,6 +131,7 @@ describe("sae_eval: a required job, an optional step, a union of rows", () => {
   it("offers loss recovered as a choice, off by default, its model fields while on", () => {
     const f = byPath(fields);
     expect(f["loss_recovered.type"]).toMatchObject({ kind: "select", options: ["off", "lm"], default: "off" });
+    expect(f["loss_recovered.type"]?.optionHints?.["off"]).toBe("No language model: the SAE is scored on activation rows only.");
     expect(f["loss_recovered.model"]).toMatchObject({ label: "model", choices: "models" });
     expect(f["loss_recovered.max_sequences"]).toMatchObject({ label: "sequences", min: 1, max: 1_000_000 });
     expect(toConfig(valuesFromConfig({ source_job: 12 }, fields), fields)).toMatchObject({ loss_recovered: { type: "off" } });

@@ -34,7 +34,14 @@ function Control({ spec, value, error, onChange, disabled, id, described }: Prop
   }
   if (spec.kind === "select") {
     return (
-      <select id={id} name={spec.path} disabled={disabled} value={String(value)} onChange={(e) => onChange(spec.path, e.target.value)}>
+      <select
+        id={id}
+        name={spec.path}
+        disabled={disabled}
+        value={String(value)}
+        aria-describedby={described}
+        onChange={(e) => onChange(spec.path, e.target.value)}
+      >
         {spec.options?.map((o) => (
           <option key={o} value={o}>
             {o === "" ? "(none)" : o}
@@ -93,7 +100,9 @@ export function ConfigField(props: Props) {
   const id = `f-${spec.path.replace(/\./g, "-")}`;
   const apiName = spec.apiName ?? spec.path;
   const rowsHint = spec.kind === "list" || spec.kind === "map" ? ROWS_HINT[spec.item ?? ""] : undefined;
-  const hint = [spec.hint, boundsText(spec), rowsHint].filter(Boolean).join(" · ");
+  // a union's select: the chosen variant's own description, else the field's
+  const optionHint = spec.optionHints?.[String(props.value)];
+  const hint = [optionHint ?? spec.hint, boundsText(spec), rowsHint].filter(Boolean).join(" · ");
   const described = error ? `${id}-error` : hint ? `${id}-hint` : undefined;
   const kindClass = spec.kind === "bool" ? "field-bool" : spec.kind === "list" || spec.kind === "map" ? "field-rows" : "";
   return (
