@@ -155,16 +155,24 @@ def check_scheduling(
 
 
 def check_reads_own_job(
-    session: Session, kind_name: str, config: dict[str, Any], who: Submitter
+    session: Session,
+    kind_name: str,
+    config: dict[str, Any],
+    who: Submitter,
+    allowed: set[int] | None = None,
 ) -> None:
     """A kind that reads another job's checkpoints or output (JobKind.reads_job_field) reads
     only its submitter's jobs, unless an admin submits: the figures it makes from them are
-    its owner's, and another user's job's are not theirs to see."""
+    its owner's, and another user's job's are not theirs to see. `allowed`: jobs already
+    found readable by this submitter (a sweep's members mostly read the same one); those
+    that pass are added."""
     kind = get_kind(kind_name)
     field = kind.reads_job_field if kind else None
     if field is None or config.get(field) is None:
         return
     job_id = int(config[field])
+    if allowed is not None and job_id in allowed:
+        return
     owner = session.scalar(select(Job.owner).where(Job.id == job_id))
     if owner is None:
         raise InvalidInput([(f"config.{field}", f"job {job_id} does not exist")])
@@ -173,6 +181,8 @@ def check_reads_own_job(
             f"job {job_id} is {owner}'s: only {owner} or an admin may run a job on it",
             field=f"config.{field}",
         )
+    if allowed is not None:
+        allowed.add(job_id)
 
 
 def check_may_submit(kind_name: str, principal: Principal) -> None:

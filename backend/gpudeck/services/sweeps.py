@@ -88,10 +88,10 @@ def create_sweep(
     check_inputs = job_service.inputs_due(session, job, data_dir)
     name = spec.name or f"{job.kind}-sweep"
     width = len(str(len(planned) - 1))
-    rows = []
+    rows, readable = [], set[int]()
     for index, (chosen, config) in enumerate(planned):
         try:
-            job_service.check_reads_own_job(session, job.kind, config, owner)
+            job_service.check_reads_own_job(session, job.kind, config, owner, readable)
             if check_inputs:
                 assert data_dir is not None
                 job_service.check_inputs(job.kind, config, data_dir)

@@ -10,6 +10,7 @@ from activations_fixtures import tiny_gpt2
 from fastapi.testclient import TestClient
 from harness import auth_headers, create_token, register_devices
 from sae_eval_fixtures import identity_sae, write_rows, write_sae_checkpoint
+from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
@@ -120,3 +121,41 @@ def test_loss_recovered_is_refused_naming_the_field_and_shown_when_accepted(
     assert {"metric": "loss_recovered", "label": "loss recovered"} in kind["summary_metrics"]
     body = {"kind": "sae_eval", "config": {**config, "loss_recovered": lm}}
     assert client.post("/api/estimate", json=body).status_code == 200
+
+
+def test_a_sweep_of_evaluations_checks_the_source_jobs_owner_once(
+    client: TestClient, db: Session, settings: Settings, session_factory: sessionmaker[Session]
+) -> None:
+    """Members of a sweep over checkpoint steps read the same SAE job: its owner is read once,
+    not once a member; another user's sweep over it is still refused whole (403)."""
+    register_devices(db)
+    ana = auth_headers(create_token(session_factory, "user", "ana"))
+    bob = auth_headers(create_token(session_factory, "user", "bob"))
+    body = {"kind": "sae", "config": {"d_in": 2, "d_sae": 3, "k": 1}, "count": 1, "hold": True}
+    sae = client.post("/api/jobs", json=body, headers=ana).json()["id"]
+    steps = [5, 10, 15, 20]
+    for step in steps:
+        write_sae_checkpoint(settings.data_dir, step, job=sae)
+    sweep = {
+        "job": {"kind": "sae_eval", "config": {"source_job": sae}, "count": 1},
+        "parameters": {"grid": {"step": steps}},
+    }
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    engine = client.app.state.engine  # type: ignore[attr-defined]
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        created = client.post("/api/sweeps", json=sweep, headers=ana)
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert created.status_code == 201, created.text
+    assert len(created.json()["members"]) == len(steps)
+    owner_reads = [s for s in statements if s.lstrip().startswith("SELECT jobs.owner")]
+    assert len(owner_reads) == 1, owner_reads
+
+    refused = client.post("/api/sweeps", json=sweep, headers=bob)
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["detail"]["field"] == "config.source_job"
