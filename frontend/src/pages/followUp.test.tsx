@@ -142,10 +142,13 @@ describe("Evaluate a checkpoint", () => {
     const [row] = await screen.findAllByTestId("follow-up-job");
     expect(row).toHaveTextContent("#9 eval of job 7");
     expect(row?.querySelector("a")).toHaveAttribute("href", "/jobs/9");
-    // the step it scored and its first figure, from its metrics
+    // the step it scored and its kind's first two figures, from its metrics
     await waitFor(() => expect(screen.getByTestId("follow-up-step")).toHaveTextContent("300"));
-    expect(screen.getByTestId("follow-up-figure")).toHaveTextContent("0.581");
+    const [variance, dead] = screen.getAllByTestId("follow-up-figure");
+    expect(variance).toHaveTextContent("0.581");
+    expect(dead).toHaveTextContent("1.3"); // percentages to one decimal
     expect(screen.getByTestId("follow-ups")).toHaveTextContent("explained var.");
+    expect(screen.getByTestId("follow-ups")).toHaveTextContent("dead % (never fired on the rows)");
   });
 
   it("says on the evaluation's page which job and step it scored, without a loss column", async () => {

@@ -4,9 +4,15 @@ import { useFinishedMetrics, useFollowUps, useKind } from "../../hooks/queries";
 import { formatAge, formatMetric, numberOrNull } from "../../lib/format";
 import { StatusBadge } from "../StatusBadge";
 
+type Figure = JobKindInfo["summary_metrics"][number];
+
+/** How many of the kind's summary figures the list compares: its first ones are its headline
+ * (an evaluation's explained variance and loss recovered). */
+const COMPARED = 2;
+
 /** One job naming this one: the step it reported at (an evaluation's checkpoint step) and its
- * kind's first summary figure (explained variance), once it has succeeded. */
-function FollowUpRow({ job, figure }: { job: Job; figure: JobKindInfo["summary_metrics"][number] | undefined }) {
+ * kind's first summary figures, once it has succeeded. */
+function FollowUpRow({ job, figures }: { job: Job; figures: Figure[] }) {
   const metrics = useFinishedMetrics(job.status === "succeeded" ? job.id : null);
   const last = metrics.data?.at(-1);
   return (
@@ -23,11 +29,11 @@ function FollowUpRow({ job, figure }: { job: Job; figure: JobKindInfo["summary_m
       <td className="mono" data-testid="follow-up-step">
         {last?.step ?? "—"}
       </td>
-      {figure && (
-        <td className="mono" data-testid="follow-up-figure">
+      {figures.map((figure) => (
+        <td key={figure.metric} className="mono" data-testid="follow-up-figure">
           {formatMetric(figure.metric, numberOrNull(last?.metrics[figure.metric]))}
         </td>
-      )}
+      ))}
       <td>{formatAge(job.created_at)} ago</td>
     </tr>
   );
@@ -42,7 +48,7 @@ export function FollowUps({ job, offered }: { job: Job; offered: boolean }) {
   const found = useFollowUps(job.id, offered, !isTerminal(job.status));
   const jobs = found.data ?? [];
   // they are all of one kind (the follow-up's)
-  const figure = useKind(jobs[0]?.kind ?? "").data?.summary_metrics[0];
+  const figures = useKind(jobs[0]?.kind ?? "").data?.summary_metrics.slice(0, COMPARED) ?? [];
   if (jobs.length === 0) return null;
   return (
     <section className="card">
@@ -54,13 +60,15 @@ export function FollowUps({ job, offered }: { job: Job; offered: boolean }) {
             <th>kind</th>
             <th>status</th>
             <th>step</th>
-            {figure && <th>{figure.label}</th>}
+            {figures.map((figure) => (
+              <th key={figure.metric}>{figure.label}</th>
+            ))}
             <th>created</th>
           </tr>
         </thead>
         <tbody>
           {jobs.map((j) => (
-            <FollowUpRow key={j.id} job={j} figure={figure} />
+            <FollowUpRow key={j.id} job={j} figures={figures} />
           ))}
         </tbody>
       </table>
