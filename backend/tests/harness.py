@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import uvicorn
-from sqlalchemy import text
+from sqlalchemy import Engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -167,6 +167,22 @@ def create_token(
 
 def auth_headers(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+@contextmanager
+def statements_run(engine: Engine) -> Iterator[list[str]]:
+    """The SQL statements `engine` sends while the block runs, in order (to count a request's
+    round trips)."""
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
 
 
 @contextmanager

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 
 import redis
 from fastapi.testclient import TestClient
-from harness import auth_headers, create_token, make_job
-from sqlalchemy import event, text
+from harness import auth_headers, create_token, make_job, statements_run
+from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.services import queue_summary
@@ -209,20 +209,12 @@ def test_a_queued_submit_costs_nine_statements(
     with Session(db.get_bind()) as session:
         _, summary = queue_summary.compute(session, None, half_life_s=86400)
     queue_summary.publish(redis_client, summary)  # as the scheduler leaves it
-    statements: list[str] = []
-
-    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
-        statements.append(statement)
-
     engine = client.app.state.engine  # type: ignore[attr-defined]
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
+    with statements_run(engine) as statements:
         response = client.post(
             "/api/jobs",
             json={"kind": "sae", "config": SAE, "devices": [{"index": 0, "node": devices}]},
         )
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
     assert response.status_code == 201 and response.json()["queue"]["position"] == 2
     assert len(statements) == 9, "\n".join(statements)
 

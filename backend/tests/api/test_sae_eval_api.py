@@ -8,9 +8,8 @@ from typing import Any
 import numpy as np
 from activations_fixtures import tiny_gpt2
 from fastapi.testclient import TestClient
-from harness import auth_headers, create_token, register_devices
+from harness import auth_headers, create_token, register_devices, statements_run
 from sae_eval_fixtures import identity_sae, write_rows, write_sae_checkpoint
-from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
@@ -140,17 +139,9 @@ def test_a_sweep_of_evaluations_checks_the_source_jobs_owner_once(
         "job": {"kind": "sae_eval", "config": {"source_job": sae}, "count": 1},
         "parameters": {"grid": {"step": steps}},
     }
-    statements: list[str] = []
-
-    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
-        statements.append(statement)
-
     engine = client.app.state.engine  # type: ignore[attr-defined]
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
+    with statements_run(engine) as statements:
         created = client.post("/api/sweeps", json=sweep, headers=ana)
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
     assert created.status_code == 201, created.text
     assert len(created.json()["members"]) == len(steps)
     owner_reads = [s for s in statements if s.lstrip().startswith("SELECT jobs.owner")]

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from harness import TEST_NODE, make_job
-from sqlalchemy import event, text
+from harness import TEST_NODE, make_job, statements_run
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from gpudeck.models import JobStatus
@@ -59,16 +59,8 @@ def test_an_unchanged_queue_is_read_as_versions_only(db: Session, devices: str) 
         _waiting(db)
     cache = queue.WaitingCache()
     _read(db, cache)
-    statements: list[str] = []
-
-    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
-        statements.append(statement)
-
     engine = db.get_bind()
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
+    with statements_run(engine) as statements:
         again = _read(db, cache)
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
     assert len(again) == 3
     assert len(statements) == 1 and "xmin" in statements[0]  # ids and versions, nothing more
