@@ -354,6 +354,12 @@ class SaeConfig(BaseModel):
         """The frequency rule's minimum: the field, or the architecture's default."""
         if self.dead_min_frequency is not None:
             return self.dead_min_frequency
+        return self.dead_min_frequency_default
+
+    @property
+    def dead_min_frequency_default(self) -> float:
+        """What an empty dead_min_frequency means: for the TopK family 1 % of the average
+        latent's rate (DEAD_SHARE_OF_MEAN_RATE), else 0 (no AuxK)."""
         if self.architecture in ("topk", "batchtopk"):
             return DEAD_SHARE_OF_MEAN_RATE * self.k / self.d_sae
         return 0.0

@@ -8,7 +8,7 @@ estimate."""
 from __future__ import annotations
 
 from gpudeck.engine.kinds import Expectation
-from gpudeck.kinds.sae.config import DEAD_SHARE_OF_MEAN_RATE, L0_COEFFICIENT_PER_D_IN, SaeConfig
+from gpudeck.kinds.sae.config import L0_COEFFICIENT_PER_D_IN, SaeConfig
 
 # Below this share of its default (d_in / 64) JumpReLU's L0 penalty is too weak to hold L0
 # near k: at 0.01 with d_in 64 (0.02 of the default) it trained to L0 85.
@@ -75,10 +75,9 @@ def warnings(config: SaeConfig) -> list[Expectation]:
                 " run)"
             )
         elif config.dead_min_frequency_value == 0:
-            default_frequency = DEAD_SHARE_OF_MEAN_RATE * config.k / config.d_sae
             found.append(
                 "without dead_min_frequency about 7 % of latents stayed dead after the warm-up:"
-                f" leave it empty (k / d_sae / 100 = {default_frequency:.2g})"
+                f" leave it empty (k / d_sae / 100 = {config.dead_min_frequency_default:.2g})"
             )
     return [Expectation("warning", "trains badly", note, warning=True) for note in found]
 
