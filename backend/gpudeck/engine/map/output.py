@@ -20,6 +20,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from gpudeck.engine.files import fsync_path
+from gpudeck.engine.safetensors_header import read_header
 
 MANIFEST = "manifest.json"
 JOB_FILE = "job.json"
@@ -161,9 +162,8 @@ def consolidate(out_dir: Path, name: str, dest: Path) -> Path:
 
 def _tensor_header(path: Path, name: str) -> tuple[dict[str, Any], int]:
     """Tensor `name`'s header entry in a .safetensors file, and where its data section starts."""
-    with path.open("rb") as f:
-        size = int.from_bytes(f.read(8), "little")
-        return json.loads(f.read(size))[name], 8 + size
+    header, data_start = read_header(path)
+    return header[name], data_start
 
 
 def _raw_tensor_bytes(path: Path, name: str) -> bytes:

@@ -10,9 +10,7 @@ a step's rank batches would depend on the world size.
 
 from __future__ import annotations
 
-import json
 import math
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -23,6 +21,7 @@ from torch.utils.data import Dataset, DistributedSampler
 
 from gpudeck.engine.kinds import InputError
 from gpudeck.engine.map.inputs import ItemsError, resolve_under
+from gpudeck.engine.safetensors_header import read_header
 from gpudeck.kinds.sae.config import FileDataset, SaeConfig, SyntheticDataset
 
 SYNTHETIC_BLOCK = 256  # samples generated together from one seeded generator
@@ -108,9 +107,7 @@ def resolve_dataset_path(data_dir: str | Path, relative: str) -> Path:
 
 def _safetensors_memmap(path: Path, tensor_name: str | None) -> tuple[np.ndarray, bool]:
     """Memory-map one tensor of a .safetensors file (8-byte header size, JSON header, data)."""
-    with path.open("rb") as f:
-        (header_size,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(header_size))
+    header, data_start = read_header(path)
     names = [name for name in header if name != "__metadata__"]
     if tensor_name is None:
         if len(names) != 1:
@@ -124,7 +121,7 @@ def _safetensors_memmap(path: Path, tensor_name: str | None) -> tuple[np.ndarray
     start, _ = info["data_offsets"]
     dtype = _SAFETENSORS_DTYPES[info["dtype"]]
     arr = np.memmap(
-        path, dtype=dtype, mode="r", offset=8 + header_size + start, shape=tuple(info["shape"])
+        path, dtype=dtype, mode="r", offset=data_start + start, shape=tuple(info["shape"])
     )
     return arr, info["dtype"] == "BF16"
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpudeck.core.config import get_settings
 from gpudeck.engine.kinds import DeviceType, InputError, MemoryComponent, MemoryEstimate
 from gpudeck.engine.map.inputs import ItemsError, resolve_under
+from gpudeck.engine.safetensors_header import read_header
 from gpudeck.kinds.activations.extract import forward_bytes_per_sequence
 from gpudeck.kinds.sae.memory import CUBLAS_WORKSPACE_BYTES, CUDA_CONTEXT_BYTES, NCCL_BYTES
 from gpudeck.kinds.sae_eval.checks import read_source
@@ -169,7 +169,5 @@ def lm_shape(spec: LossRecovered, data_dir: Path) -> LmShape | None:
 
 def _numel(path: Path) -> int:
     """Elements of every tensor in a .safetensors file, from its header alone."""
-    with path.open("rb") as f:
-        (size,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(size))
+    header, _ = read_header(path)
     return sum(math.prod(t["shape"]) for name, t in header.items() if name != "__metadata__")
