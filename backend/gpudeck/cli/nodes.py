@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
-import threading
 import time
-from types import FrameType
 from typing import Annotated
 
 import typer
 
 from gpudeck.cli.settings import err_console, load_service_settings
+from gpudeck.cli.stopping import stop_on_signals
 
 nodes_app = typer.Typer(no_args_is_help=True, help="Nodes of the pool (admins).")
 log = logging.getLogger("gpudeck.node")
@@ -74,13 +72,7 @@ def node() -> None:
         )
         raise typer.Exit(2)
     become_subreaper()  # a dead worker's forkserver and ranks are reaped here
-    stop = threading.Event()
-
-    def on_signal(signum: int, _: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = stop_on_signals()
     parts = [Supervised(gpudeck_part(name, dict(os.environ))) for name in NODE_PARTS]
     for part in parts:
         part.start(time.monotonic())

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import logging
-import signal
-import threading
-from types import FrameType
 
 import typer
 
 from gpudeck.cli.settings import err_console, load_service_settings
+from gpudeck.cli.stopping import stop_on_signals
 
 
 def sampler() -> None:
@@ -28,13 +26,7 @@ def sampler() -> None:
     except NvmlUnavailable as exc:
         err_console.print(f"[red]GPUDECK_DEVICE_PROVIDER[/red]=nvml but NVML is unavailable: {exc}")
         raise typer.Exit(2) from None
-    stop = threading.Event()
-
-    def on_signal(signum: int, _: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = stop_on_signals()
     engine = make_engine(settings.sqlalchemy_url, pool_size=1)
     client = sync_client(str(settings.redis_url))  # set: load_service_settings checked it
     try:

@@ -4,13 +4,11 @@ GPUDeck, any number standing by (also started by `gpudeck run`)."""
 from __future__ import annotations
 
 import logging
-import signal
-import threading
-from types import FrameType
 
 import typer
 
 from gpudeck.cli.settings import load_service_settings
+from gpudeck.cli.stopping import stop_on_signals
 
 
 def scheduler() -> None:
@@ -22,13 +20,7 @@ def scheduler() -> None:
 
     settings = load_service_settings("scheduler")
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
-    stop = threading.Event()
-
-    def on_signal(signum: int, _: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = stop_on_signals()
     engine = make_engine(settings.sqlalchemy_url, pool_size=2)
     client = sync_client(str(settings.redis_url))
     scheduler = Scheduler(settings, engine, client)

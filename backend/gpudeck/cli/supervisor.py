@@ -17,15 +17,14 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import threading
 import time
 from dataclasses import dataclass, field
-from types import FrameType
 
 import httpx
 import psutil
 
 from gpudeck.cli.parts import Backoff, Part, PostgresPart, RedisPart, gpudeck_part
+from gpudeck.cli.stopping import stop_on_signals
 from gpudeck.cli.users import announce_first_admin
 from gpudeck.cli.users_db import first_admin_token
 from gpudeck.core import migrate as migrations
@@ -145,13 +144,7 @@ def _wait_for_descendants(timeout_s: float) -> None:
 def run_all(settings: Settings, *, quiet: bool = False) -> int:
     started = time.monotonic()
     become_subreaper()  # before anything starts: pg_ctl's postmaster becomes our child too
-    stop = threading.Event()
-
-    def on_signal(signum: int, _: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = stop_on_signals()
     services = ensure_services(settings.data_dir, settings.database_url, settings.redis_url)
     stores = [Supervised(part) for part in _store_parts(services)]
     for store in stores:
