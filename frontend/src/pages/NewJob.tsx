@@ -1,86 +1,64 @@
 import { useEffect, useMemo, useState, type FormEvent } from "react";
-import { useSearchParams } from "react-router-dom";
-import { deviceKey, type RecommendStrategy } from "../client/types";
+import { deviceKey } from "../client/types";
 import { JobForm } from "../components/JobForm";
 import { ESTIMATE_DEVICE_TYPE } from "../components/MemoryFigures";
+import { PageHeader } from "../components/PageHeader";
 import { Conflict } from "../components/newJob/Conflict";
 import { DevicePicker } from "../components/newJob/DevicePicker";
 import { EstimatePanel } from "../components/newJob/EstimatePanel";
 import { JobIdentity } from "../components/newJob/JobIdentity";
+import { PrefillNotes } from "../components/newJob/PrefillNotes";
 import { Scheduling } from "../components/newJob/Scheduling";
 import { SweepSection } from "../components/newJob/SweepSection";
-import { useCheckpoints, useFollowUp, useJobById, useKind, useKinds } from "../hooks/queries";
+import { useKind, useKinds } from "../hooks/queries";
+import { useDeviceChoice } from "../hooks/useDeviceChoice";
 import { useJobFormValues } from "../hooks/useJobFormValues";
 import { useJobSubmission } from "../hooks/useJobSubmission";
-import { runAgainNote, useRunAgain } from "../hooks/useRunAgain";
+import { useNewJobPrefill } from "../hooks/useNewJobPrefill";
 import { usePlacement } from "../hooks/usePlacement";
+import { useRunAgain } from "../hooks/useRunAgain";
 import { useScheduling } from "../hooks/useScheduling";
 import { useSweepForm } from "../hooks/useSweepForm";
-import { useTelemetryContext } from "../hooks/TelemetryContext";
 import { batchSplitError, isActive, offerValues } from "../lib/jobForm";
+import { newJobBody } from "../lib/newJobBody";
 import { allFields, type FieldValue } from "../lib/schemaForm";
 import { isSchedulingError, schedulingErrors } from "../lib/scheduling";
 import { startBlocker } from "../lib/startBlocker";
 import { sweepable } from "../lib/sweep/sweepForm";
 
-const DEFAULT_KIND = "sae";
-
 /**
- * The new-job page: the kind (kept in the URL, /new?kind=linreg), its fields read from its
- * schema, the memory estimate (for kinds that make one), the devices, and submit.
+ * The new-job page: the kind and what the URL prefills (useNewJobPrefill), its fields read from
+ * its schema, the memory estimate (for kinds that make one), the devices (useDeviceChoice),
+ * scheduling, an optional sweep, and submit (the body: lib/newJobBody).
  */
 export function NewJob() {
-  const devices = useTelemetryContext().store.devices();
-  const [params, setParams] = useSearchParams();
-  const kind = params.get("kind") || DEFAULT_KIND;
+  const prefill = useNewJobPrefill();
+  const { kind } = prefill;
   const kinds = useKinds();
   const kindInfo = useKind(kind);
   // null until typed: a follow-up's name ("eval of job 1") stands in until then
   const [typedName, setName] = useState<string | null>(null);
-  // "run again with these settings": /new?kind=sae&from=12 starts from job 12's config
-  const fromId = Number(params.get("from")) || null;
-  const source = useJobById(fromId);
-  // "train an SAE on this output": /new?kind=sae&after=12 starts from job 12's follow-up
-  const afterId = Number(params.get("after")) || null;
-  const followUp = useFollowUp(afterId);
-  const followConfig = followUp.data?.kind === kind ? followUp.data.config : undefined;
-  const sourceConfig = source.data?.kind === kind ? source.data.config : followConfig;
-  const waiting = (fromId !== null && source.isPending) || (afterId !== null && followUp.isPending);
-  const form = useJobFormValues(waiting ? undefined : kindInfo.data, sourceConfig);
+  const form = useJobFormValues(prefill.waiting ? undefined : kindInfo.data, prefill.config);
   const estimatesMemory = kindInfo.data?.estimates_memory ?? false;
-  const [selected, setSelected] = useState<Set<string>>(new Set());
-  const [count, setCount] = useState(1);
-  const [nodes, setNodes] = useState(1);
-  const [strategy, setStrategy] = useState<RecommendStrategy>("packed");
-  useRunAgain(source.data, kind, { setName, setCount, setNodes, setSelected });
+  const choice = useDeviceChoice();
+  const { setCount, setNodes, setSelected } = choice;
+  useRunAgain(prefill.runAgain, kind, { setName, setCount, setNodes, setSelected });
   const submission = useJobSubmission();
   const scheduling = useScheduling();
   // "Sweep" (/new?sweep=1 opens it ticked): one job per combination of the values given
   const fields = useMemo(() => allFields(form.groups), [form.groups]);
   const specs = useMemo(() => new Map(fields.map((f) => [f.path, f])), [fields]);
-  const sweep = useSweepForm(params.get("sweep") === "1", specs);
-  const afterJob = useJobById(afterId);
-  // a follow-up's checkpoint step: the source's steps to pick from, newest first
-  const stepField = followUp.data?.checkpoint_field ?? null;
-  const checkpoints = useCheckpoints(afterId ?? 0, false, afterId !== null && stepField !== null);
-  const steps = useMemo(
-    () =>
-      checkpoints.data
-        ?.map((c) => c.step)
-        .sort((a, b) => b - a)
-        .map(String),
-    [checkpoints.data],
-  );
+  const sweep = useSweepForm(prefill.sweepOn, specs);
+  const { stepField, steps, dependsOn } = prefill;
   const groups = useMemo(() => offerValues(form.groups, stepField, steps), [form.groups, stepField, steps]);
-  const dependsOn = followUp.data?.depends_on.join(", ") ?? "";
-  const name = typedName ?? followUp.data?.name ?? "";
+  const name = typedName ?? prefill.followUp?.name ?? "";
   const { setField: setSchedulingField } = scheduling;
   useEffect(() => {
     // a follow-up of a job still running waits for it: prefilled once it is known
     if (dependsOn) setSchedulingField("scheduling.depends_on", dependsOn);
   }, [dependsOn]); // eslint-disable-line react-hooks/exhaustive-deps
   const { conflict } = submission;
-  const worldSize = selected.size > 0 ? selected.size : count;
+  const { worldSize, count, strategy, nodesError } = choice;
   const placement = usePlacement({
     kind,
     config: form.config,
@@ -102,17 +80,9 @@ export function NewJob() {
     ...submission.errors,
     ...sweep.errors.job,
   };
-  const selectedDevices = devices.filter((d) => selected.has(deviceKey(d)));
-  // A count over several nodes (`nodes` in the API): only while no device is ticked, and only
-  // on a lab of several nodes (the picker offers it there alone).
-  const labNodes = new Set(devices.map((d) => d.node)).size;
-  const spreadNodes = selected.size === 0 && labNodes > 1 && nodes > 1 ? nodes : null;
-  const nodesError =
-    spreadNodes !== null && count % spreadNodes !== 0 ? `${count} devices do not split evenly over ${spreadNodes} nodes` : null;
   const canWait = scheduling.body.queue !== false;
   const sweepBlocker = sweep.on ? sweep.blocker : null;
-  const blocker = nodesError ?? sweepBlocker ?? startBlocker({ selected: selectedDevices, taken, canWait, count, ...placement });
-  const selectedFree = selectedDevices.map((d) => d.memory_free_bytes).filter((free): free is number => typeof free === "number");
+  const blocker = nodesError ?? sweepBlocker ?? startBlocker({ selected: choice.selectedDevices, taken, canWait, count, ...placement });
 
   const onField = (path: string, value: FieldValue) => {
     form.setField(path, value);
@@ -122,14 +92,15 @@ export function NewJob() {
   const submit = (event: FormEvent) => {
     event.preventDefault();
     if (blocker || !scheduling.valid) return; // the scheduling message is beside its field
-    const devicesBody = selectedDevices.map((d) => ({ node: d.node, uuid: d.uuid }));
-    const body = {
+    const body = newJobBody({
       kind,
       config: form.config,
-      ...(devicesBody.length > 0 ? { devices: devicesBody } : { count, ...(spreadNodes !== null ? { nodes: spreadNodes } : {}) }),
-      ...(name.trim() ? { name: name.trim() } : {}),
-      ...scheduling.body,
-    };
+      devices: choice.selectedDevices,
+      count,
+      nodes: choice.spreadNodes,
+      name,
+      scheduling: scheduling.body,
+    });
     if (sweep.on) sweep.submit(body);
     else submission.submit(body);
   };
@@ -138,31 +109,11 @@ export function NewJob() {
 
   return (
     <form className="page new-job" onSubmit={submit} noValidate>
-      <div className="page-head">
-        <h1>New job</h1>
-      </div>
+      <PageHeader title="New job" />
       <div className="new-job-grid">
         <div className="card">
-          <JobIdentity
-            kind={kind}
-            kinds={kinds.data}
-            onKind={(next) => setParams(next === DEFAULT_KIND ? {} : { kind: next }, { replace: true })}
-            name={name}
-            onName={setName}
-            nameError={errors["name"]}
-          />
-          {source.data?.kind === kind && (
-            <p className="banner" data-testid="prefilled-note">
-              {runAgainNote(source.data)}
-            </p>
-          )}
-          {followUp.data && (
-            <p className="banner" data-testid="follow-up-note">
-              <strong>{followUp.data.label}</strong> of job #{afterId}
-              {afterJob.data ? ` ${afterJob.data.name}` : ""}
-              {followUp.data.depends_on.length > 0 ? " (this job waits for it to succeed)" : ""}. {sentence(followUp.data.note)}
-            </p>
-          )}
+          <JobIdentity kind={kind} kinds={kinds.data} onKind={prefill.setKind} name={name} onName={setName} nameError={errors["name"]} />
+          <PrefillNotes prefill={prefill} />
           {kindInfo.error ? (
             <p className="banner error" data-testid="kind-error">
               No form for kind {kind}: {kindInfo.error.message}
@@ -179,12 +130,12 @@ export function NewJob() {
               estimate={placement.estimate}
               error={placement.estimateError}
               fieldsInvalid={Object.keys(placement.estimateErrors).length > 0}
-              freeBytes={selectedFree.length > 0 ? Math.min(...selectedFree) : null}
+              freeBytes={choice.freeBytes}
             />
           )}
           <DevicePicker
-            devices={devices}
-            selected={selected}
+            devices={choice.devices}
+            selected={choice.selected}
             onSelect={setSelected}
             onUseRecommended={(next) => {
               setSelected(next);
@@ -192,12 +143,12 @@ export function NewJob() {
             }}
             count={count}
             onCount={setCount}
-            nodes={nodes}
+            nodes={choice.nodes}
             onNodes={setNodes}
-            labNodes={labNodes}
+            labNodes={choice.labNodes}
             nodesError={nodesError}
             strategy={strategy}
-            onStrategy={setStrategy}
+            onStrategy={choice.setStrategy}
             recommendation={placement.recommendation}
             recommendationError={placement.recommendationError}
             recommendationUnavailable={placement.recommendationUnavailable}
@@ -231,9 +182,4 @@ export function NewJob() {
       </div>
     </form>
   );
-}
-
-/** A note as a sentence: capitalised (the API's notes may start lower case). */
-function sentence(note: string): string {
-  return note.charAt(0).toUpperCase() + note.slice(1);
 }

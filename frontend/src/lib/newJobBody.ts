@@ -1,0 +1,28 @@
+import type { Gpu, JobCreate, JobKind, KindConfig, SchedulingCreate } from "../client/types";
+
+export interface NewJobInput {
+  kind: JobKind;
+  config: KindConfig;
+  /** the ticked devices: the job runs on exactly these */
+  devices: readonly Pick<Gpu, "node" | "uuid">[];
+  /** how many devices, when none is ticked */
+  count: number;
+  /** the nodes a count is spread over, or null */
+  nodes: number | null;
+  /** as typed: blank leaves the job unnamed */
+  name: string;
+  scheduling: SchedulingCreate;
+}
+
+/**
+ * The POST /api/jobs body for what the form shows (a sweep posts it as its `job`): the ticked
+ * devices when there are any, else the count (and its nodes); the name trimmed, left out when
+ * blank; the Scheduling section's fields.
+ */
+export function newJobBody({ kind, config, devices, count, nodes, name, scheduling }: NewJobInput): JobCreate {
+  const placement =
+    devices.length > 0
+      ? { devices: devices.map((d) => ({ node: d.node, uuid: d.uuid })) }
+      : { count, ...(nodes !== null ? { nodes } : {}) };
+  return { kind, config, ...placement, ...(name.trim() ? { name: name.trim() } : {}), ...scheduling };
+}
