@@ -389,6 +389,44 @@ def snapshot(
     return now, devices, holding, waiting
 
 
+@dataclass(frozen=True)
+class PassResult:
+    """One pass over the database's state: its decisions, and what it was taken over (the
+    waiting jobs and each owner's fair-share usage, which the queue summary reads)."""
+
+    plan: Plan
+    waiting: list[Waiting]
+    usage: dict[str, float]
+
+
+def run_pass(
+    session: Session,
+    live: Readings | None,
+    *,
+    half_life_s: float,
+    policy: Policy | None = None,
+    explain: bool = True,
+    cache: WaitingCache | None = None,
+) -> PassResult:
+    """Read the state (snapshot, usage, quotas) and plan over it: the one read-then-plan
+    sequence of the scheduler's pass, the queue view and the queue summary. `explain=False`:
+    a deciding-only pass (queue_plan.plan), which needs no run shares."""
+    now, devices, holding, waiting = snapshot(session, live, cache)
+    usage = usage_by_owner(session, half_life_s)
+    decided = plan(
+        devices,
+        holding,
+        waiting,
+        now=now,
+        usage=usage,
+        quotas=quotas(session),
+        policy=policy,
+        explain=explain,
+        run_shares=run_shares(session) if explain else None,
+    )
+    return PassResult(decided, waiting, usage)
+
+
 def compute_plan(
     session: Session,
     live: Readings | None,
@@ -396,17 +434,7 @@ def compute_plan(
     half_life_s: float,
     policy: Policy | None = None,
 ) -> Plan:
-    now, devices, holding, waiting = snapshot(session, live)
-    return plan(
-        devices,
-        holding,
-        waiting,
-        now=now,
-        usage=usage_by_owner(session, half_life_s),
-        quotas=quotas(session),
-        policy=policy,
-        run_shares=run_shares(session),
-    )
+    return run_pass(session, live, half_life_s=half_life_s, policy=policy).plan
 
 
 def queue_infos(plan_: Plan) -> dict[int, QueueInfo]:

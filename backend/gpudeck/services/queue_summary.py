@@ -27,7 +27,7 @@ from gpudeck.models import Allocation, Job
 from gpudeck.schemas.jobs import QueueInfo, node_counts
 from gpudeck.services import queue
 from gpudeck.services.placement import Readings
-from gpudeck.services.queue_plan import Plan, Policy, plan
+from gpudeck.services.queue_plan import Plan, Policy
 
 SUMMARY_KEY = "gpudeck:queue:summary"
 MAX_AGE_S = 10.0  # older: the scheduler is gone or stuck; the caller runs a pass instead
@@ -59,24 +59,16 @@ def compute(
     explain: bool = True,
     cache: queue.WaitingCache | None = None,
 ) -> tuple[Plan, Summary]:
-    """The scheduler's pass (as queue.compute_plan) and the summary of what it leaves waiting
+    """The scheduler's pass (queue.run_pass) and the summary of what it leaves waiting
     (meaningful only when `explain`: a deciding-only pass reserves nothing ahead). `cache`:
     the scheduler's waiting jobs from its last pass (queue.WaitingCache)."""
-    now, devices, holding, waiting = queue.snapshot(session, live, cache)
-    usage = queue.usage_by_owner(session, half_life_s)
-    quotas = queue.quotas(session)
-    out = plan(
-        devices,
-        holding,
-        waiting,
-        now=now,
-        usage=usage,
-        quotas=quotas,
-        policy=policy,
-        explain=explain,
-        run_shares=queue.run_shares(session) if explain else None,
+    result = queue.run_pass(
+        session, live, half_life_s=half_life_s, policy=policy, explain=explain, cache=cache
     )
-    counts = Counter((j.priority, usage.get(j.owner, 0.0)) for j in waiting if j.id in out.infos)
+    out, usage = result.plan, result.usage
+    counts = Counter(
+        (j.priority, usage.get(j.owner, 0.0)) for j in result.waiting if j.id in out.infos
+    )
     free_at: dict[str, dict[str, float | None]] = {}
     for (node, uuid), when in out.free_at.items():
         free_at.setdefault(node, {})[uuid] = None if math.isinf(when) else when
