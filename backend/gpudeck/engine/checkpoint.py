@@ -16,7 +16,7 @@ import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -24,6 +24,9 @@ from safetensors.torch import load_file, save_file
 from gpudeck.engine import checkpoint_tmp
 from gpudeck.engine.checkpoint_dir import COMPLETE_MARKER, complete_checkpoints, step_of
 from gpudeck.engine.files import fsync_path
+
+if TYPE_CHECKING:
+    from gpudeck.engine import kind_api_v1
 
 TensorFiles = Mapping[str, Mapping[str, torch.Tensor]]
 JsonFiles = Mapping[str, Mapping[str, Any]]
@@ -136,6 +139,13 @@ def open_checkpoint(path: str | Path) -> Checkpoint:
     if step is None or not path.is_dir():
         raise ValueError(f"{path} is not a step_<n> checkpoint directory")
     return Checkpoint(path=path, step=step)
+
+
+def load_checkpoint(path: str | Path) -> kind_api_v1.LoadedCheckpoint:
+    """Kind API version 1's reader, kept until version 3: use open_checkpoint."""
+    from gpudeck.engine import kind_api_v1  # it builds on this module: imported when called
+
+    return kind_api_v1.load_checkpoint(path)
 
 
 # --- optimizer and RNG state as flat tensor dicts --------------------------------------------

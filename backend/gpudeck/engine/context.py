@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import torch
 import torch.distributed as dist
 
-from gpudeck.engine import checkpoint, events
+from gpudeck.engine import checkpoint, events, kind_api_v1
 from gpudeck.engine.events import STREAM_MAXLEN
 
 log = logging.getLogger(__name__)
@@ -159,8 +159,11 @@ class TrainContext:
     stop_flag: StopFlag = field(default_factory=StopFlag)
     # How many should_stop() calls share one all_reduce: on CUDA each check syncs the stream.
     stop_check_every: int = 1
+    # The kind's name, for the lines the engine writes into the job's log about it.
+    kind: str = ""
     _stop_calls: int = 0
     _stopped: bool = False
+    _warned_v1: bool = False  # a version-1 call's warning is written once per job
 
     @property
     def is_main(self) -> bool:
@@ -201,15 +204,20 @@ class TrainContext:
     def save_checkpoint(
         self,
         step: int,
-        *,
-        tensor_files: checkpoint.TensorFiles,
+        *v1_args: Any,
+        tensor_files: checkpoint.TensorFiles | None = None,
         json_files: checkpoint.JsonFiles | None = None,
+        **v1_kwargs: Any,
     ) -> Path | None:
         """Rank 0 writes step_<n> atomically with the kind's own files and announces it;
         other ranks return None (gather what rank 0 needs before calling it).
 
         `tensor_files`: file name -> tensors, each written as one safetensors file;
-        `json_files`: file name -> a JSON object. The names are the kind's (docs/kinds.md)."""
+        `json_files`: file name -> a JSON object. The names are the kind's (docs/kinds.md).
+        Kind API version 1's positional call still writes what it wrote (engine/kind_api_v1.py),
+        with a warning in the job's log, once per job."""
+        if tensor_files is None or v1_args or v1_kwargs:
+            tensor_files, json_files = self._version_1_files(step, v1_args, v1_kwargs, tensor_files)
         if not self.is_main:
             return None
         path = checkpoint.write_checkpoint(
@@ -222,6 +230,26 @@ class TrainContext:
         self.publish("checkpoint", {"step": step, "path": str(path)})
         log.info("step %d: checkpoint written to %s", step, path)
         return path
+
+    def _version_1_files(
+        self,
+        step: int,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        tensor_files: checkpoint.TensorFiles | None,
+    ) -> tuple[checkpoint.TensorFiles, checkpoint.JsonFiles]:
+        """The files of kind API version 1's call, and its warning in the job's log (rank 0,
+        once per job: a kind checkpoints many times)."""
+        if tensor_files is not None or not (args or kwargs):  # neither version's call
+            raise TypeError(
+                "the call is save_checkpoint(step, *, tensor_files, json_files); got "
+                f"{len(args)} more positional arguments and the keywords {sorted(kwargs)}"
+            )
+        files = kind_api_v1.checkpoint_files(step, args, kwargs)
+        if self.is_main and not self._warned_v1:
+            self._warned_v1 = True
+            self.log(kind_api_v1.SAVE_WARNING.format(kind=self.kind))
+        return files
 
     def should_stop(self) -> bool:
         """True once any rank was asked to stop; every rank gets the same answer together.

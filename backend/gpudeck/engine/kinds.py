@@ -25,6 +25,10 @@ never imports torch:
   program of its own (e.g. torchrun) instead of `train` in one rank process per device; the
   launcher starts it under a guard (engine/command.py) with the same cancel and fault rules
 
+A kind declares the kind API version it is written for (`api_version`, engine/kind_api.py);
+the registry refuses one this engine does not run, and keeps it, with the reason, in
+`refused_kinds()` for the API and CLI to list as unavailable.
+
 No endpoint ever accepts a module path: requests name a kind, and only registered kinds exist.
 This module imports neither torch nor anything of the web side.
 """
@@ -41,6 +45,8 @@ from importlib.metadata import entry_points
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from gpudeck.engine import kind_api
 
 log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "gpudeck.job_kinds"
@@ -171,6 +177,10 @@ class JobKind:
     # The config field naming another job whose checkpoints or output this one reads (an
     # evaluation's source): the submitter must own that job or be an admin, as for its figures.
     reads_job_field: str | None = None
+    # The kind API version the kind is written for (engine/kind_api.py, docs/kinds.md). One that
+    # says none was written before versions existed: version 1, whose calls still run (with a
+    # warning in the job's log) but go when version 3 comes; declare the version you wrote for.
+    api_version: int = kind_api.UNDECLARED_KIND_API_VERSION
 
     def resolve_train(self) -> Callable[..., Any]:
         return _resolve(self.train)
@@ -199,9 +209,48 @@ def _resolve(ref: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return,unused-ignore]
 
 
+@dataclass(frozen=True)
+class RefusedKind:
+    """A kind that loaded but that this engine does not run (its kind API version), kept so
+    the API and CLI list it as unavailable, with why, instead of leaving it out unexplained."""
+
+    kind: JobKind
+    reason: str
+
+
+_refused: dict[str, RefusedKind] = {}  # filled by each (re)load of registry()
+
+
 @lru_cache
 def registry() -> dict[str, JobKind]:
+    """The kinds this engine runs, by name (the first registration of a name wins). A kind
+    written for a kind API version it does not run is refused here: see refused_kinds()."""
+    global _refused
     kinds: dict[str, JobKind] = {}
+    refused: dict[str, RefusedKind] = {}
+    found = _kinds_from_entry_points()
+    found += _kinds_from_modules(os.environ.get(KIND_MODULES_ENV, ""))
+    for kind in found:
+        if kind.name in kinds or kind.name in refused:
+            continue
+        reason = kind_api.refusal(kind.name, kind.api_version)
+        if reason is None:
+            kinds[kind.name] = kind
+        else:
+            log.error("job kind refused: %s", reason)
+            refused[kind.name] = RefusedKind(kind, reason)
+    _refused = refused
+    return kinds
+
+
+def refused_kinds() -> dict[str, RefusedKind]:
+    """The kinds the registry refused, by name, each with its reason."""
+    registry()  # loads (or reloads after cache_clear), setting what was refused
+    return dict(_refused)
+
+
+def _kinds_from_entry_points() -> list[JobKind]:
+    found = []
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         try:
             kind = entry_point.load()
@@ -213,10 +262,8 @@ def registry() -> dict[str, JobKind]:
                 "entry point %r is not a JobKind named %r", entry_point.value, entry_point.name
             )
             continue
-        kinds.setdefault(kind.name, kind)
-    for kind in _kinds_from_modules(os.environ.get(KIND_MODULES_ENV, "")):
-        kinds.setdefault(kind.name, kind)
-    return kinds
+        found.append(kind)
+    return found
 
 
 def _kinds_from_modules(names: str) -> list[JobKind]:

@@ -63,6 +63,7 @@ def _make_context(place: RankPlace, sink: EventSink, stop_flag: StopFlag) -> Tra
         local_rank=place.local_rank,
         device=device,
         job_id=spec.job_id,
+        kind=spec.kind,
         config=spec.config,
         checkpoint_dir=Path(spec.checkpoint_dir),
         resume_from=Path(spec.resume_from) if spec.resume_from else None,
@@ -142,7 +143,8 @@ def run_rank(place: RankPlace, store_socket: socket.socket | None = None) -> Non
         sink = _open_sink(spec)
         kind = kinds.get_kind(spec.kind)
         if kind is None:
-            raise ValueError(f"unknown job kind {spec.kind!r}")
+            refused = kinds.refused_kinds().get(spec.kind)
+            raise ValueError(refused.reason if refused else f"unknown job kind {spec.kind!r}")
         config = kind.config_model.model_validate(spec.config)
         backend = "nccl" if spec.device_type == "cuda" else "gloo"
         joining = time.monotonic()

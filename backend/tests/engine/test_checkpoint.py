@@ -198,12 +198,18 @@ def test_names_used_twice_or_none_at_all_are_refused(tmp_path: Path) -> None:
 ENGINE = Path(checkpoint.__file__).parent
 
 
+# Kind API version 1's shims: that version's call fixed the file names of the first kind, and
+# writing them is what keeps a kind of that version running (it goes with version 3).
+VERSION_1_SHIMS = ENGINE / "kind_api_v1.py"
+
+
 def test_the_engine_names_no_kind() -> None:
     """The engine knows no kind: no file of it says `sae` (its checkpoint files, its
     arguments, its examples); a kind's names live in the kind's folder."""
     named = [
         f"{path.relative_to(ENGINE)}:{number}"
         for path in sorted(ENGINE.rglob("*.py"))
+        if path != VERSION_1_SHIMS
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if "sae" in line.lower()
     ]

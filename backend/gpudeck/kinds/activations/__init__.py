@@ -7,11 +7,13 @@ config model and code references, nothing that imports torch or transformers.
 
 from __future__ import annotations
 
+from gpudeck.engine.kind_api import KIND_API_VERSION
 from gpudeck.engine.kinds import Chart, JobKind, Series
 from gpudeck.kinds.activations.config import ActivationsConfig
 
 KIND = JobKind(
     name="activations",
+    api_version=KIND_API_VERSION,  # built in: always written for the current version
     description="Extract a causal LM's activations at a hook point (a data-parallel map job)",
     config_model=ActivationsConfig,
     train="gpudeck.kinds.activations.extract:train",

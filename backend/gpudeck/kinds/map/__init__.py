@@ -7,11 +7,13 @@ What the registry loads: the config model and code references; nothing imports t
 
 from __future__ import annotations
 
+from gpudeck.engine.kind_api import KIND_API_VERSION
 from gpudeck.engine.kinds import Chart, JobKind, Series
 from gpudeck.kinds.map.config import MapFunctionConfig
 
 KIND = JobKind(
     name="map",
+    api_version=KIND_API_VERSION,  # built in: always written for the current version
     description="Your own function (module:function) mapped over a dataset on the chosen devices",
     config_model=MapFunctionConfig,
     train="gpudeck.kinds.map.run:train",

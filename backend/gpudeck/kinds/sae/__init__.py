@@ -6,11 +6,13 @@ config model and references to the code, nothing that imports torch.
 
 from __future__ import annotations
 
+from gpudeck.engine.kind_api import KIND_API_VERSION
 from gpudeck.engine.kinds import Chart, JobKind, Series
 from gpudeck.kinds.sae.config import SaeConfig
 
 KIND = JobKind(
     name="sae",
+    api_version=KIND_API_VERSION,  # built in: always written for the current version
     description=(
         "Sparse autoencoder on activation vectors: TopK, BatchTopK, JumpReLU or standard ReLU"
         " (SAELens-compatible checkpoints)"

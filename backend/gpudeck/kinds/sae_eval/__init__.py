@@ -9,12 +9,14 @@ model and code references, nothing that imports torch.
 
 from __future__ import annotations
 
+from gpudeck.engine.kind_api import KIND_API_VERSION
 from gpudeck.engine.kinds import Chart, JobKind, Series
 from gpudeck.kinds.sae_eval import density
 from gpudeck.kinds.sae_eval.config import SaeEvalConfig
 
 KIND = JobKind(
     name="sae_eval",
+    api_version=KIND_API_VERSION,  # built in: always written for the current version
     description=(
         "Score a checkpoint of an SAE job on held-out rows: L0, explained variance, MSE, dead"
         " latents, feature density; loss recovered on the language model"

@@ -30,6 +30,9 @@ class LinRegConfig(BaseModel):
 
 KIND = JobKind(
     name="linreg",
+    # The kind API version this kind is written for: a number, not gpudeck's KIND_API_VERSION,
+    # which moves with GPUDeck and would claim versions this code has never seen.
+    api_version=2,
     description="Least-squares regression on seeded data (an example third-party kind)",
     config_model=LinRegConfig,
     train="gpudeck_kind_linreg.train:train",
