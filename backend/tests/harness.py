@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import uvicorn
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -60,17 +60,42 @@ def resolve_services() -> tuple[str, str, EmbeddedServices]:
     redis_url = os.environ.get("GPUDECK_TEST_REDIS_URL")
     if not redis_url:
         redis_url = LOCAL_REDIS_URL if reachable(6379) else embedded.start_redis()
-    worker = os.environ.get("PYTEST_XDIST_WORKER")  # "gw0", "gw1"... under `pytest -n`
-    if worker:
-        database_url = _database_of_its_own(database_url, worker)
-        redis_url = _redis_db_of_its_own(redis_url, int(worker.removeprefix("gw")) + 1)
+    slot = _claim_slot(database_url)
+    database_url = _database_of_its_own(database_url, f"slot{slot}")
+    redis_url = _redis_db_of_its_own(redis_url, slot + 1)
     return database_url, redis_url, embedded
 
 
-def _database_of_its_own(database_url: str, worker: str) -> str:
-    """Every test truncates every table, so two workers must never share a database."""
+# Redis has 16 databases (0 is left to `make run`): at most 15 test processes at once.
+MAX_TEST_PROCESSES = 15
+_SLOT_LOCK_BASE = 0x6770_6400  # advisory lock keys of the slots: "gpd" and the slot number
+_held_slot: list[Connection] = []
+
+
+def _claim_slot(database_url: str) -> int:
+    """A slot of its own for this test process: a database and a Redis db no other process
+    uses while it runs. Every test truncates every table and reads its Celery queues, so two
+    processes must never share them: not two xdist workers, and not two pytest runs side by
+    side on one machine (two engineers' runs, or a run beside CI), which once truncated each
+    other's tokens mid-test. The slot is a session advisory lock, held on a connection kept
+    open until the process exits, so a crashed run frees its slot at once."""
+    conn = make_engine(database_url, pool_size=1).connect()
+    conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+    for slot in range(MAX_TEST_PROCESSES):
+        claimed = conn.execute(
+            text("SELECT pg_try_advisory_lock(:key)"), {"key": _SLOT_LOCK_BASE + slot}
+        ).scalar()
+        if claimed:
+            _held_slot.append(conn)
+            return slot
+    conn.close()
+    raise RuntimeError(f"more than {MAX_TEST_PROCESSES} test processes use this Postgres at once")
+
+
+def _database_of_its_own(database_url: str, slot: str) -> str:
+    """The slot's database, created on first use (the schema is migrated by conftest)."""
     url = make_url(database_url)
-    name = f"{url.database}_{worker}"
+    name = f"{url.database}_{slot}"
     engine = make_engine(database_url, pool_size=1)
     try:
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
