@@ -15,12 +15,15 @@ SAELens computes on raw activations what we trained on scaled ones.
 from __future__ import annotations
 
 import warnings
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensor
+
+if TYPE_CHECKING:
+    from gpudeck.kinds.sae.config import SaeConfig
 
 
 class Latents(NamedTuple):
@@ -208,6 +211,12 @@ class Sae(nn.Module):
             self.b_dec.zero_()
         else:
             self.b_dec.copy_(b_dec)
+
+    @classmethod
+    def config_settings(cls, config: SaeConfig) -> dict[str, Any]:
+        """The constructor's keywords read from the config, besides d_in, d_sae and dtype
+        (build_sae): each architecture names the fields it takes."""
+        return {}
 
     def firing_threshold(self) -> torch.Tensor | None:
         """The value a latent must exceed to fire in the saved model's encode, where training

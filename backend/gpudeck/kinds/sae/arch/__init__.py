@@ -13,42 +13,17 @@ from gpudeck.kinds.sae.model import Sae
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
+# The architecture a config names -> its class; a new architecture is a module and a name here.
+SAE_CLASSES: dict[str, type[Sae]] = {
+    sae.architecture: sae for sae in (StandardSae, TopKSae, BatchTopKSae, JumpReluSae)
+}
+
 
 def build_sae(config: SaeConfig) -> Sae:
     """An uninitialised SAE of the config's architecture (parameters allocated, not set)."""
-    dtype = DTYPES[config.dtype]
-    d_in, d_sae = config.d_in, config.d_sae
-    if config.architecture == "topk":
-        return TopKSae(
-            d_in,
-            d_sae,
-            k=config.k,
-            aux_k_coefficient=config.aux_k_coefficient,
-            sparse_decoder=config.sparse_kernels,
-            dtype=dtype,
-        )
-    if config.architecture == "batchtopk":
-        return BatchTopKSae(
-            d_in,
-            d_sae,
-            k=config.k,
-            aux_k_coefficient=config.aux_k_coefficient,
-            threshold_lr=config.batchtopk_threshold_lr,
-            sparse_decoder=config.sparse_kernels,
-            dtype=dtype,
-        )
-    if config.architecture == "jumprelu":
-        return JumpReluSae(
-            d_in,
-            d_sae,
-            bandwidth=config.jumprelu_bandwidth,
-            init_threshold=config.jumprelu_init_threshold,
-            k=config.k,
-            warm_up=config.topk_warm_up_length() > 0,
-            threshold_lr=config.batchtopk_threshold_lr,
-            dtype=dtype,
-        )
-    return StandardSae(d_in, d_sae, dtype=dtype)
+    sae_class = SAE_CLASSES[config.architecture]
+    settings = sae_class.config_settings(config)
+    return sae_class(config.d_in, config.d_sae, dtype=DTYPES[config.dtype], **settings)
 
 
-__all__ = ["BatchTopKSae", "JumpReluSae", "StandardSae", "TopKSae", "build_sae"]
+__all__ = ["SAE_CLASSES", "BatchTopKSae", "JumpReluSae", "StandardSae", "TopKSae", "build_sae"]

@@ -9,13 +9,16 @@ the model is saved as a JumpReLU SAE with that threshold on every latent, as SAE
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
 
 from gpudeck.kinds.sae.arch.topk import KSparseSae, topk_warm_up_latents
 from gpudeck.kinds.sae.model import Latents, gathered_preact
+
+if TYPE_CHECKING:
+    from gpudeck.kinds.sae.config import SaeConfig
 
 
 def global_kth_largest(values: torch.Tensor, count: int) -> torch.Tensor:
@@ -45,6 +48,10 @@ class BatchTopKSae(KSparseSae):
         self.threshold_lr = threshold_lr
         # float64 as SAELens keeps it: an EMA of small steps rounds away in lower precision.
         self.register_buffer("topk_threshold", torch.zeros((), dtype=torch.float64))
+
+    @classmethod
+    def config_settings(cls, config: SaeConfig) -> dict[str, Any]:
+        return super().config_settings(config) | {"threshold_lr": config.batchtopk_threshold_lr}
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """SAELens's JumpReLUSAE.encode with the running threshold."""

@@ -8,7 +8,7 @@ l0_loss = mean over the batch of coefficient * sum_j [h_j > theta_j]
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -17,6 +17,9 @@ from torch import nn
 from gpudeck.kinds.sae.arch.batchtopk import global_kth_largest
 from gpudeck.kinds.sae.arch.topk import topk_warm_up_latents
 from gpudeck.kinds.sae.model import Latents, Sae
+
+if TYPE_CHECKING:
+    from gpudeck.kinds.sae.config import SaeConfig
 
 
 def _rectangle(x: torch.Tensor) -> torch.Tensor:
@@ -90,6 +93,16 @@ class JumpReluSae(Sae):
         self.threshold = nn.Parameter(torch.full((d_sae,), init_threshold, dtype=dtype))
         # float64: an EMA of small steps rounds away in lower precision (as BatchTopK's).
         self.register_buffer("running_threshold", torch.zeros((), dtype=torch.float64))
+
+    @classmethod
+    def config_settings(cls, config: SaeConfig) -> dict[str, Any]:
+        return {
+            "bandwidth": config.jumprelu_bandwidth,
+            "init_threshold": config.jumprelu_init_threshold,
+            "k": config.k,
+            "warm_up": config.topk_warm_up_length() > 0,
+            "threshold_lr": config.batchtopk_threshold_lr,
+        }
 
     def decoder_init_norm(self) -> float:
         return 1.0 if self.warm_up else 0.1

@@ -8,11 +8,14 @@ x - x_hat (no b_dec), scaled by min(dead / k_aux, 1), as in SAELens and sparsify
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from gpudeck.kinds.sae.model import Latents, Sae, gathered_preact, sparse_decode
+
+if TYPE_CHECKING:
+    from gpudeck.kinds.sae.config import SaeConfig
 
 
 class KSparseSae(Sae):
@@ -35,6 +38,14 @@ class KSparseSae(Sae):
         self.k = k
         self.aux_k_coefficient = aux_k_coefficient
         self.sparse_decoder = sparse_decoder
+
+    @classmethod
+    def config_settings(cls, config: SaeConfig) -> dict[str, Any]:
+        return {
+            "k": config.k,
+            "aux_k_coefficient": config.aux_k_coefficient,
+            "sparse_decoder": config.sparse_kernels,
+        }
 
     def aux_loss(
         self,
