@@ -15,27 +15,9 @@ from gpudeck.api.body_limit import BodyLimitMiddleware
 from gpudeck.api.errors import install_error_handlers
 from gpudeck.api.log_filters import install_log_filters
 from gpudeck.api.outage import StoreOutageMiddleware
-from gpudeck.api.routes import (
-    auth,
-    choices,
-    datasets,
-    estimates,
-    gpus,
-    job_runs,
-    jobs,
-    meta,
-    metrics,
-    queue,
-    recommend,
-    sweeps,
-    ws_jobs,
-    ws_telemetry,
-)
-from gpudeck.api.routes.dashboard import DEFAULT_DIST, dashboard_router
+from gpudeck.api.router import include_routes
 from gpudeck.api.routes.docs import install_bearer_scheme
-from gpudeck.api.routes.docs import router as docs_router
 from gpudeck.api.security import SecurityMiddleware, check_bind
-from gpudeck.api.sessions import release_sessions_in_endpoint_thread
 from gpudeck.api.telemetry_hub import TelemetryHub
 from gpudeck.core.celery_app import make_celery
 from gpudeck.core.config import Settings, get_settings
@@ -147,24 +129,5 @@ def create_app(settings: Settings | None = None, *, freeze_heap: bool = False) -
     # Outermost of all: a store outage anywhere below, the token lookup included, is a 503.
     app.add_middleware(StoreOutageMiddleware)
     install_error_handlers(app)
-    for module in (
-        meta,
-        gpus,
-        recommend,
-        jobs,
-        estimates,
-        auth,
-        datasets,
-        choices,
-        metrics,
-        ws_telemetry,
-        job_runs,
-        queue,
-        sweeps,
-        ws_jobs,
-    ):
-        app.include_router(release_sessions_in_endpoint_thread(module.router))
-    app.include_router(docs_router)
-    # Last: its catch-all path must not shadow the API.
-    app.include_router(dashboard_router(settings.dashboard_dir or DEFAULT_DIST))
+    include_routes(app, settings.dashboard_dir)
     return app
