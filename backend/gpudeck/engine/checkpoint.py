@@ -11,23 +11,22 @@ checkpoint holds, and what they mean, is the kind's business (docs/kinds.md).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
 
-from gpudeck.engine import checkpoint_tmp
+from gpudeck.engine import checkpoint_tmp, kind_api_v1
 from gpudeck.engine.checkpoint_dir import COMPLETE_MARKER, complete_checkpoints, step_of
 from gpudeck.engine.files import fsync_path
 
-if TYPE_CHECKING:
-    from gpudeck.engine import kind_api_v1
-
+log = logging.getLogger(__name__)
 TensorFiles = Mapping[str, Mapping[str, torch.Tensor]]
 JsonFiles = Mapping[str, Mapping[str, Any]]
 
@@ -141,11 +140,35 @@ def open_checkpoint(path: str | Path) -> Checkpoint:
     return Checkpoint(path=path, step=step)
 
 
-def load_checkpoint(path: str | Path) -> kind_api_v1.LoadedCheckpoint:
-    """Kind API version 1's reader, kept until version 3: use open_checkpoint."""
-    from gpudeck.engine import kind_api_v1  # it builds on this module: imported when called
+@dataclass(frozen=True)
+class LoadedCheckpoint(Checkpoint):
+    """Kind API version 1's checkpoint: its four files, already read."""
 
-    return kind_api_v1.load_checkpoint(path)
+    weights: dict[str, torch.Tensor]
+    cfg: dict[str, Any]
+    state_tensors: dict[str, torch.Tensor]
+    state: dict[str, Any]
+
+
+_load_warned = False
+
+
+def load_checkpoint(path: str | Path) -> LoadedCheckpoint:
+    """Kind API version 1's reader, kept until version 3 (use open_checkpoint), with a warning
+    in the rank's log once per process."""
+    global _load_warned
+    if not _load_warned:
+        _load_warned = True
+        log.warning("%s", kind_api_v1.LOAD_WARNING)
+    found = open_checkpoint(path)
+    return LoadedCheckpoint(
+        path=found.path,
+        step=found.step,
+        weights=found.read_tensors(kind_api_v1.WEIGHTS_FILE),
+        cfg=found.read_json(kind_api_v1.CFG_FILE),
+        state_tensors=found.read_tensors(kind_api_v1.STATE_TENSORS_FILE),
+        state=found.read_json(kind_api_v1.STATE_JSON_FILE),
+    )
 
 
 # --- optimizer and RNG state as flat tensor dicts --------------------------------------------

@@ -4,7 +4,8 @@ Version 1's `ctx.save_checkpoint(step, weights, cfg_json, state_tensors, state_j
 fixed file names, the layout of the first built-in kind; version 2 lets a kind name its own
 files (engine/kind_api.py, docs/kinds.md "Changes between versions"). The shims here turn an
 old call into the new one with the same four files, so a checkpoint written by an old kind
-is byte for byte what version 1 wrote and its old reader, `load_checkpoint`, resumes from it.
+is byte for byte what version 1 wrote and its old reader, engine.checkpoint.load_checkpoint
+(which takes the file names from here), resumes from it.
 
 This is the one engine module that names those files: they are version 1's API, not a kind's
 choice made by the engine (tests/engine/test_checkpoint.py exempts this file by name).
@@ -13,17 +14,13 @@ choice made by the engine (tests/engine/test_checkpoint.py exempts this file by 
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from gpudeck.engine import checkpoint
-
-log = logging.getLogger(__name__)
+TensorFiles = Mapping[str, Mapping[str, torch.Tensor]]
+JsonFiles = Mapping[str, Mapping[str, Any]]
 
 WEIGHTS_FILE = "sae_weights.safetensors"
 CFG_FILE = "cfg.json"
@@ -41,7 +38,6 @@ LOAD_WARNING = (
     "keeps working until version 3. Use checkpoint.open_checkpoint(path) and read_tensors / "
     "read_json (docs/kinds.md, 'Changes between versions')"
 )
-_load_warned = False
 
 
 def _version_1_call(
@@ -57,7 +53,7 @@ def _version_1_call(
 
 def checkpoint_files(
     step: int, args: tuple[Any, ...], kwargs: Mapping[str, Any]
-) -> tuple[checkpoint.TensorFiles, checkpoint.JsonFiles]:
+) -> tuple[TensorFiles, JsonFiles]:
     """The named files a version-1 save_checkpoint call wrote, as version 2 takes them."""
     try:
         bound = inspect.signature(_version_1_call).bind(step, *args, **kwargs)
@@ -74,30 +70,3 @@ def checkpoint_files(
     }
     json_files = {CFG_FILE: given["cfg_json"], STATE_JSON_FILE: given["trainer_state_json"]}
     return tensor_files, json_files
-
-
-@dataclass(frozen=True)
-class LoadedCheckpoint(checkpoint.Checkpoint):
-    """Version 1's checkpoint: its four files already read."""
-
-    weights: dict[str, torch.Tensor]
-    cfg: dict[str, Any]
-    state_tensors: dict[str, torch.Tensor]
-    state: dict[str, Any]
-
-
-def load_checkpoint(path: str | Path) -> LoadedCheckpoint:
-    """Version 1's reader, with a warning in the rank's log (once per process)."""
-    global _load_warned
-    if not _load_warned:
-        _load_warned = True
-        log.warning("%s", LOAD_WARNING)
-    found = checkpoint.open_checkpoint(path)
-    return LoadedCheckpoint(
-        path=found.path,
-        step=found.step,
-        weights=found.read_tensors(WEIGHTS_FILE),
-        cfg=found.read_json(CFG_FILE),
-        state_tensors=found.read_tensors(STATE_TENSORS_FILE),
-        state=found.read_json(STATE_JSON_FILE),
-    )
