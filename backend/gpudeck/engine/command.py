@@ -36,7 +36,7 @@ from gpudeck.engine.command_output import CommandFiles, CommandOutput, Event
 from gpudeck.engine.contract import CONTRACT_FILE, JobLaunch
 from gpudeck.engine.guard import EXIT_FILE
 from gpudeck.engine.host_memory import exceeded_text, read_ranks
-from gpudeck.engine.stopping import stop_within
+from gpudeck.engine.stopping import JobProcesses
 
 TOKEN_ENV = "GPUDECK_JOB_TOKEN"
 COMMAND_FILE = "command.json"
@@ -86,7 +86,7 @@ def sweep(token: str) -> None:
 
 
 @dataclass
-class CommandGroup:
+class CommandGroup(JobProcesses):
     job_id: int
     processes: list[subprocess.Popen[bytes]]  # the guard, alone
     pgid: int
@@ -185,13 +185,6 @@ class CommandGroup:
         if self.guard.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.guard.pid, sig)
-
-    def request_stop(self) -> None:
-        """SIGTERM to the command (torchrun forwards it to its ranks)."""
-        self.signal(signal.SIGTERM)
-
-    def stop(self, grace_s: float) -> dict[int, int]:
-        return stop_within(self, grace_s)
 
     def kill(self) -> dict[int, int]:
         """Nothing of the job survives this call."""

@@ -41,7 +41,7 @@ from gpudeck.engine.command import CommandGroup, launch_command
 from gpudeck.engine.contract import CONTRACT_FILE, JobLaunch
 from gpudeck.engine.forkserver_process import ForkServerProcess
 from gpudeck.engine.kinds import get_kind
-from gpudeck.engine.stopping import stop_within
+from gpudeck.engine.stopping import JobProcesses
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def threads_per_rank(world_size: int, cpus: int | None = None) -> int:
 
 
 @dataclass
-class RankGroup:
+class RankGroup(JobProcesses):
     """A started job: its rank processes, their process group and the worker's lifeline."""
 
     job_id: int
@@ -125,13 +125,6 @@ class RankGroup:
     def events(self) -> list[tuple[str, dict[str, Any]]]:
         """Ranks publish their own events: nothing to add (see CommandGroup.events)."""
         return []
-
-    def request_stop(self) -> None:
-        """SIGTERM: each rank finishes its step, rank 0 writes a final checkpoint, they exit."""
-        self.signal(signal.SIGTERM)
-
-    def stop(self, grace_s: float) -> dict[int, int]:
-        return stop_within(self, grace_s)
 
     def kill(self) -> dict[int, int]:
         """SIGKILL whatever is left of the group and reap it: no process of the job survives."""
