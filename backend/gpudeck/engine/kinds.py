@@ -10,7 +10,8 @@ never imports torch:
 
 - `train`: called in every rank as `train(ctx, config)` (ctx: engine.context.TrainContext)
 - `estimate_memory`: called as `estimate_memory(config, world_size, device_type=...)` and
-  returning a `MemoryEstimate`
+  returning a `MemoryEstimate`; `estimate_fields` names the config fields it reads, so that
+  a sweep's members that differ only elsewhere (a learning rate, a seed) are estimated once
 - `check_inputs`: optional, `check_inputs(config, data_dir)`, called at submit: raises
   `InputError` for inputs the job would only fail on at start (a dataset that is not there)
 - `max_batch`: optional, `max_batch(config, world_size, bytes_free, *, safety_margin_bytes,
@@ -152,6 +153,10 @@ class JobKind:
     config_model: type[BaseModel]
     train: str
     estimate_memory: str | None = None
+    # The config fields (dotted paths) the estimate reads; None: all of them. A submission
+    # estimates each distinct projection of its members' configs on these once
+    # (services/estimates.py): list every field that can change memory, and only those.
+    estimate_fields: tuple[str, ...] | None = None
     check_inputs: str | None = None
     max_batch: str | None = None
     # The global batch size field, if any: the API checks it divides evenly across ranks.

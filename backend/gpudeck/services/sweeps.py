@@ -22,6 +22,7 @@ from gpudeck.services import job_state, placement_request, queue, queue_actions
 from gpudeck.services import jobs as job_service
 from gpudeck.services import resume as resume_service
 from gpudeck.services.errors import DomainError, InvalidInput, NotFound, TooLarge
+from gpudeck.services.estimates import EstimateMemo, estimate_bytes_per_device
 from gpudeck.services.sweep_params import TooManyMembers, members, with_values
 
 
@@ -88,14 +89,15 @@ def create_sweep(
     check_inputs = job_service.inputs_due(session, job, data_dir)
     name = spec.name or f"{job.kind}-sweep"
     width = len(str(len(planned) - 1))
-    rows, readable = [], set[int]()
+    rows, readable, estimated = [], set[int](), EstimateMemo()
     for index, (chosen, config) in enumerate(planned):
         try:
             job_service.check_reads_own_job(session, job.kind, config, owner, readable)
             if check_inputs:
                 assert data_dir is not None
                 job_service.check_inputs(job.kind, config, data_dir)
-            estimate = job_service.estimate_bytes_per_device(job.kind, config, job.world_size)
+            # Once per distinct config as the estimate reads it (an lr sweep: once).
+            estimate = estimate_bytes_per_device(job.kind, config, job.world_size, estimated)
             node = placement.home_node(job, estimate)
         except InvalidInput as exc:  # it could never fit a device, ...
             raise _of_member(exc, index, chosen) from None

@@ -20,6 +20,23 @@ KIND = JobKind(
     config_model=SaeConfig,
     train="gpudeck.kinds.sae.train:train",
     estimate_memory="gpudeck.kinds.sae.memory:estimate_sae",
+    # What memory.estimate_key reads (the trace's TraceSpec): not lr, betas, seed, schedules,
+    # intervals, coefficients' magnitudes or the dataset. `steps` only decides whether the
+    # TopK warm-up phase happens.
+    estimate_fields=(
+        "architecture",
+        "d_in",
+        "d_sae",
+        "k",
+        "dtype",
+        "batch_size",
+        "sparse_decoder",
+        "grad_clip_norm",
+        "aux_k_coefficient",
+        "topk_warm_up_steps",
+        "steps",
+        "ddp.gradient_as_bucket_view",
+    ),
     check_inputs="gpudeck.kinds.sae.data:check_inputs",
     max_batch="gpudeck.kinds.sae.memory:max_batch_size",
     batch_size_field="batch_size",

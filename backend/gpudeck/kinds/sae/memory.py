@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 import torch
@@ -55,25 +56,60 @@ def estimate_sae(
     """Peak memory per device of one rank training `config` on `world_size` ranks."""
     if world_size < 1 or config.batch_size % world_size:
         raise ValueError(f"batch_size {config.batch_size} does not split across {world_size} ranks")
-    # One trace at a time: concurrent first requests for a config (a burst of submissions)
-    # would otherwise each trace it, all holding the GIL, before the cache has the answer.
-    with _TRACE_LOCK:
-        return _estimate_cached(config.model_dump_json(), world_size, device_type)
+    return _estimate(estimate_key(config, world_size, device_type))
 
 
+@dataclass(frozen=True)
+class EstimateKey:
+    """What the estimate is a function of: the step of each phase the run goes through
+    (TraceSpec: only what changes memory), the world size and the device type. Configs with
+    the same key get the same estimate, byte for byte, from one trace."""
+
+    phases: tuple[TraceSpec, ...]
+    world_size: int
+    device_type: DeviceType
+
+
+def estimate_key(config: SaeConfig, world_size: int, device_type: DeviceType) -> EstimateKey:
+    spec = trace_spec(config, config.batch_size // world_size, device_type)
+    phases = [spec]
+    if config.topk_warm_up_length() > 0:  # the warm-up's TopK step may peak higher
+        phases.append(dataclasses.replace(spec, topk_warm_up=True, k=config.k))
+    return EstimateKey(tuple(phases), world_size, device_type)
+
+
+# Estimates by key. Read without the lock, so that a known config never waits behind the
+# trace of another (the start-up warm-up's, or a sweep's); a miss takes the lock: concurrent
+# first requests for one config (a burst of submissions) would otherwise each trace it, all
+# holding the GIL, before the cache has the answer.
+_ESTIMATES: dict[EstimateKey, MemoryEstimate] = {}
+_MAX_ESTIMATES = 4096  # a few KiB each
 _TRACE_LOCK = threading.Lock()
 
 
-@lru_cache(maxsize=512)
-def _estimate_cached(config_json: str, world_size: int, device_type: DeviceType) -> MemoryEstimate:
-    config = SaeConfig.model_validate_json(config_json)
-    per_rank_batch = config.batch_size // world_size
-    spec = trace_spec(config, per_rank_batch, device_type)
-    phases = [spec]
-    if config.topk_warm_up_length() > 0:  # the warm-up's TopK step may peak higher
-        phases.append(dataclasses.replace(spec, topk_warm_up=True))
-    result = max(map(_trace_cached, phases), key=lambda r: r.peak_bytes + r.rebuild_bytes)
-    return _assemble(config, result, world_size, per_rank_batch, device_type)
+def _estimate(key: EstimateKey) -> MemoryEstimate:
+    known = _ESTIMATES.get(key)
+    if known is not None:
+        return known
+    with _TRACE_LOCK:
+        known = _ESTIMATES.get(key)
+        if known is None:
+            known = _assemble(key, _highest_phase(key.phases))
+            if len(_ESTIMATES) >= _MAX_ESTIMATES:
+                _ESTIMATES.pop(next(iter(_ESTIMATES)))  # the oldest
+            _ESTIMATES[key] = known
+    return known
+
+
+def _highest_phase(phases: tuple[TraceSpec, ...]) -> TraceResult:
+    return max(map(_trace_cached, phases), key=lambda r: r.peak_bytes + r.rebuild_bytes)
+
+
+def clear_cache() -> None:
+    """Forget every estimate and trace (tests that count traces start from here)."""
+    with _TRACE_LOCK:
+        _ESTIMATES.clear()
+        _trace_cached.cache_clear()
 
 
 @lru_cache(maxsize=512)
@@ -82,43 +118,39 @@ def _trace_cached(spec: TraceSpec) -> TraceResult:
 
 
 def trace_spec(config: SaeConfig, per_rank_batch: int, device_type: DeviceType) -> TraceSpec:
+    """The step of the run's main phase, with a fixed value wherever the architecture does
+    not read a field (k and the sparse decoder outside the TopK family, AuxK too)."""
     on_cuda = device_type == "cuda"
+    k_sparse = config.architecture in ("topk", "batchtopk")
     return TraceSpec(
         d_in=config.d_in,
         d_sae=config.d_sae,
         batch=per_rank_batch,
         dtype=config.dtype,
-        l1_coefficient=config.sparsity_coefficient,
-        grad_clip_norm=config.grad_clip_norm_value,
-        lr=config.lr,
-        betas=(config.adam_beta1, config.adam_beta2),
         foreach=on_cuda,  # torch.optim.Adam's default for CUDA parameters; CPU uses the loop
         block_bytes=CUDA_BLOCK_BYTES if on_cuda else 1,
         ddp=True,  # sae.wrap_ddp wraps every run, one rank included
         gradient_as_bucket_view=config.ddp.gradient_as_bucket_view,
         architecture=config.architecture,
-        k=config.k,
-        sparse_decoder=config.sparse_kernels,
+        k=config.k if k_sparse else 1,
+        sparse_decoder=config.sparse_kernels if k_sparse else False,
+        clip_grad=config.grad_clip_norm_value is not None,
+        aux_k=k_sparse and config.aux_k_coefficient > 0,
     )
 
 
-def _assemble(
-    config: SaeConfig,
-    r: TraceResult,
-    world_size: int,
-    per_rank_batch: int,
-    device_type: DeviceType,
-) -> MemoryEstimate:
+def _assemble(key: EstimateKey, r: TraceResult) -> MemoryEstimate:
+    spec, world_size, device_type = key.phases[0], key.world_size, key.device_type
     on_cuda = device_type == "cuda"
     workspace = CUBLAS_HANDLES * CUBLAS_WORKSPACE_BYTES if on_cuda else 0
     reserve = _reserve(world_size, device_type)
-    tracking = latent_tracking_bytes(config, CUDA_BLOCK_BYTES if on_cuda else 1)
+    tracking = _tracking_bytes(spec.d_sae, spec.architecture, CUDA_BLOCK_BYTES if on_cuda else 1)
     peak_step = r.peak_bytes + r.rebuild_bytes + workspace + tracking
     return MemoryEstimate(
         bytes_per_device=peak_step + reserve,
         peak_step_bytes=peak_step,
         breakdown=[
-            *_traced_components(config, r, per_rank_batch),
+            *_traced_components(spec, r),
             MemoryComponent(
                 name="latent_tracking",
                 bytes=tracking,
@@ -128,15 +160,13 @@ def _assemble(
         ],
         method=_method(device_type),
         world_size=world_size,
-        per_rank_batch=per_rank_batch,
-        dtype=config.dtype,
+        per_rank_batch=spec.batch,
+        dtype=spec.dtype,
         device_type=device_type,
     )
 
 
-def _traced_components(
-    config: SaeConfig, r: TraceResult, per_rank_batch: int
-) -> list[MemoryComponent]:
+def _traced_components(spec: TraceSpec, r: TraceResult) -> list[MemoryComponent]:
     kinds = r.peak_by_kind
     # Buckets and the batch are tracked as "Other"; with gradient_as_bucket_view a bucket is
     # re-tagged "Gradient" once it holds one. Their sum does not depend on that, so split it.
@@ -150,8 +180,8 @@ def _traced_components(
         ("optimizer_state", state, "Adam exp_avg, exp_avg_sq and step"),
         ("activations", kinds["Activation"], "forward outputs kept for backward"),
         ("temporaries", temporaries, "backward and optimizer-step intermediates at the peak"),
-        ("input_batch", r.batch_bytes, f"{per_rank_batch} x {config.d_in} per rank"),
-        ("ddp_buckets", r.bucket_bytes, _bucket_note(config)),
+        ("input_batch", r.batch_bytes, f"{spec.batch} x {spec.d_in} per rank"),
+        ("ddp_buckets", r.bucket_bytes, _bucket_note(spec.gradient_as_bucket_view)),
         (
             "ddp_bucket_rebuild",
             r.rebuild_bytes,
@@ -167,9 +197,12 @@ def latent_tracking_bytes(config: SaeConfig, block_bytes: int) -> int:
     (float64), and for the TopK family the dead-latent state (steps since fired, int64;
     running frequency, float64); plus the first-non-finite-step scalar. Outside the trace,
     which runs train_step alone (0.02 % of the estimate at d_sae 12,288)."""
-    d_sae = config.d_sae
+    return _tracking_bytes(config.d_sae, config.architecture, block_bytes)
+
+
+def _tracking_bytes(d_sae: int, architecture: str, block_bytes: int) -> int:
     tensors = [8 * d_sae, 8 * d_sae, 8]
-    if config.architecture in ("topk", "batchtopk"):
+    if architecture in ("topk", "batchtopk"):
         tensors += [8 * d_sae, 8 * d_sae]
     return sum(rounded(n, block_bytes) for n in tensors)
 
@@ -196,8 +229,8 @@ def _reserve(world_size: int, device_type: DeviceType) -> int:
     return CUDA_CONTEXT_BYTES + NCCL_BYTES  # NCCL on one rank too: the trainer all-reduces
 
 
-def _bucket_note(config: SaeConfig) -> str:
-    if config.ddp.gradient_as_bucket_view:
+def _bucket_note(gradient_as_bucket_view: bool) -> str:
+    if gradient_as_bucket_view:
         return "DDP buckets; gradients are views into them (gradient_as_bucket_view=True)"
     return "DDP buckets beside the gradients (gradient_as_bucket_view=False)"
 
@@ -247,12 +280,7 @@ def max_batch_size(
     limit = 1_048_576 // world_size  # SaeConfig.batch_size's bound, per rank
 
     def fits(per_rank: int) -> bool:
-        update = {"batch_size": per_rank * world_size}
-        cfg = config.model_copy(update=update)
-        return (
-            _estimate_cached(cfg.model_dump_json(), world_size, device_type).bytes_per_device
-            <= budget
-        )
+        return _bytes_at(config, per_rank, world_size, device_type) <= budget
 
     if not fits(1):
         return 0
@@ -279,7 +307,7 @@ def _affine_guess(
 
 def _bytes_at(config: SaeConfig, per_rank: int, world_size: int, device_type: DeviceType) -> int:
     resized = config.model_copy(update={"batch_size": per_rank * world_size})
-    return _estimate_cached(resized.model_dump_json(), world_size, device_type).bytes_per_device
+    return estimate_sae(resized, world_size, device_type=device_type).bytes_per_device
 
 
 def _bracket(fits: Callable[[int], bool], guess: int, limit: int) -> tuple[int, int]:

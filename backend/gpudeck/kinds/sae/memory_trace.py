@@ -53,24 +53,38 @@ _TRACE_LOCK = threading.Lock()
 
 @dataclass(frozen=True)
 class TraceSpec:
-    """Everything that changes what one rank allocates in a step (nothing else does)."""
+    """Everything that changes what one rank allocates in a step, and nothing else: it is the
+    trace cache's key, so a field here that does not change memory costs a trace per value.
+
+    Left out, because the step allocates the same whatever their values (model.train_step on
+    fake tensors has no data, so only a Python branch on a value could change what it
+    allocates): the learning rate and Adam's betas (plain floats in Adam's update; its
+    branches are on weight_decay and amsgrad, which the trainer never sets), the sparsity
+    coefficient (a scalar product in every architecture, zero included), the clipping norm's
+    value (clip_grad_norm_ always scales: only whether it clips counts), and the thresholds,
+    bandwidths and rates of the architectures (scalars in the step). The AuxK coefficient
+    counts as zero or not: at zero auxk_loss returns before its top-k and decode.
+    """
 
     d_in: int
     d_sae: int
     batch: int  # per rank
     dtype: str
-    l1_coefficient: float  # the sparsity coefficient (L1 or L0)
-    grad_clip_norm: float | None
-    lr: float
-    betas: tuple[float, float]
     foreach: bool  # Adam's default on CUDA is foreach=True, on CPU the per-tensor loop
     block_bytes: int  # allocator rounding: 512 on CUDA, 1 on CPU
     ddp: bool  # the trainer always wraps in DDP, even on one rank
     gradient_as_bucket_view: bool = True
     architecture: str = "standard"
-    k: int = 1
-    sparse_decoder: bool = True
+    k: int = 1  # topk, batchtopk; jumprelu's only in its warm-up phase
+    sparse_decoder: bool = True  # topk, batchtopk (SaeConfig.sparse_kernels)
     topk_warm_up: bool = False  # trace the TopK warm-up's step (batchtopk, jumprelu)
+    clip_grad: bool = False  # the trainer clips the gradient's norm (at any value)
+    aux_k: bool = True  # topk, batchtopk: the AuxK loss is on (its coefficient is not 0)
+
+
+# What the trace steps with where only the value's kind matters (see TraceSpec).
+TRACE_COEFFICIENT = 1.0
+TRACE_CLIP_NORM = 1.0
 
 
 def spec_model_config(spec: TraceSpec) -> SaeConfig:
@@ -83,6 +97,7 @@ def spec_model_config(spec: TraceSpec) -> SaeConfig:
             "architecture": spec.architecture,
             "k": spec.k,
             "sparse_decoder": spec.sparse_decoder,
+            "aux_k_coefficient": 1.0 if spec.aux_k else 0.0,
         }
     )
 
@@ -209,9 +224,7 @@ def trace(spec: TraceSpec) -> TraceResult:
         buckets = (
             _emulate_ddp_reducer(model, as_view=spec.gradient_as_bucket_view) if spec.ddp else []
         )
-        optimizer = torch.optim.Adam(
-            model.parameters(), lr=spec.lr, betas=spec.betas, foreach=spec.foreach
-        )
+        optimizer = torch.optim.Adam(model.parameters(), foreach=spec.foreach)
         batch = torch.empty(spec.batch, spec.d_in, dtype=dtype)
         tracker = _EagerAccumulationTracker()
         tracker.track_external(model, optimizer, batch, *buckets)
@@ -240,8 +253,8 @@ def _step(
         model,
         optimizer,
         batch,
-        coefficient=spec.l1_coefficient,
-        grad_clip_norm=spec.grad_clip_norm,
+        coefficient=TRACE_COEFFICIENT,
+        grad_clip_norm=TRACE_CLIP_NORM if spec.clip_grad else None,
         dead_mask=worst_dead_mask(spec),
     )
 

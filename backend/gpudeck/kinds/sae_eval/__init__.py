@@ -24,6 +24,17 @@ KIND = JobKind(
     config_model=SaeEvalConfig,
     train="gpudeck.kinds.sae_eval.run:train",
     estimate_memory="gpudeck.kinds.sae_eval.memory:estimate_memory",
+    # The checkpoint (its shapes), the batch and the language model: memory.estimate_memory.
+    estimate_fields=(
+        "source_job",
+        "step",
+        "batch_size",
+        "loss_recovered.type",
+        "loss_recovered.model",
+        "loss_recovered.dtype",
+        "loss_recovered.context_length",
+        "loss_recovered.batch_size",
+    ),
     check_inputs="gpudeck.kinds.sae_eval.checks:check_inputs",
     reads_job_field="source_job",
     charts=(

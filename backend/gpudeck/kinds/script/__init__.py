@@ -19,6 +19,7 @@ KIND = JobKind(
     train="gpudeck.kinds.script.command:no_rank_entry",
     command="gpudeck.kinds.script.command:build_command",
     estimate_memory="gpudeck.kinds.script.memory:estimate_memory",
+    estimate_fields=("memory_per_device_bytes", "nproc_per_device"),
     check_inputs="gpudeck.kinds.script.checks:check_inputs",
     charts=(Chart("Loss", (Series("loss", "loss"),)),),
     summary_metrics=(Series("loss", "loss"),),
