@@ -141,7 +141,10 @@ def cancel(sweep_id: SweepArg, url: UrlOption = "") -> None:
     """Cancel every member not yet ended (a running one stops after its final checkpoint)."""
     sweep = request("POST", url or default_url(), f"/api/sweeps/{sweep_id}/cancel")
     state = ", ".join(f"{n} {s}" for s, n in sorted(sweep["counts"].items()))
-    console.print(f"sweep {sweep_id}: {state}")
+    console.print(
+        f"sweep {sweep_id}: {sweep['cancelled']} waiting members cancelled, "
+        f"{sweep['stopping']} running asked to stop after a final checkpoint ({state})"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -147,6 +147,16 @@ class SweepPublic(BaseModel):
     members: list[SweepMember]
 
 
+class SweepCancelled(SweepPublic):
+    """A sweep as its cancel left it, with what the cancel did."""
+
+    cancelled: int = Field(description="members that were waiting: cancelled now")
+    stopping: int = Field(
+        description="members that were starting or running: asked to stop, each ends after "
+        "its final checkpoint"
+    )
+
+
 class SweepSummary(BaseModel):
     id: int
     name: str

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from gpudeck.core.security import Principal
@@ -47,6 +48,20 @@ def record(
     session.add(event)
     session.flush()
     return event
+
+
+def record_many(
+    session: Session, actor: Principal | str, action: str, targets: Sequence[str], **detail: Any
+) -> None:
+    """One row per target, as `record` writes each, inserted in one statement (a sweep's
+    cancel: a row per member it cancelled)."""
+    if not targets:
+        return
+    name = actor if isinstance(actor, str) else actor.name
+    session.execute(
+        insert(AuditEvent),
+        [{"actor": name, "action": action, "target": t, "detail": detail} for t in targets],
+    )
 
 
 def list_events(

@@ -8,7 +8,8 @@ A queued job may also be cancelled (nobody started it, or a dependency failed; a
 dispatch failed waits for the scheduler's outbox, it does not fail), and a starting one may
 fail, be cancelled or be lost. A running job that reaches its time limit ends `timeout`; a
 preemptible one stopped for a higher-priority job goes back to `queued` (preemption).
-Any other move raises InvalidTransition.
+Any other move raises InvalidTransition. Many waiting jobs at once (a sweep's members) are
+cancelled by cancel_queued: one statement, the same effects.
 A terminal transition releases the job's allocations in the same transaction, and wakes the
 scheduler when it commits (devices are free for the next queued job); for a job across nodes,
 only those of the nodes whose ranks are known gone (release_ended: the others follow when their
@@ -17,7 +18,9 @@ node confirms, or its lease has passed).
 
 from __future__ import annotations
 
-from sqlalchemy import func, select, text, update
+from collections.abc import Sequence
+
+from sqlalchemy import ColumnElement, exists, func, select, text, update
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Allocation, Job, JobNode, JobRun, JobStatus
@@ -105,6 +108,44 @@ def transition(
     return job
 
 
+def lock_jobs(session: Session, *where: ColumnElement[bool]) -> dict[int, JobStatus]:
+    """Lock every job matching `where` that has not ended, in one statement and in id order,
+    and return each one's status as it is under its lock (a row another writer moved while
+    this waited is read again: a member a worker claimed meanwhile comes back `starting`, one
+    that ended is left out). Until the caller commits, no worker claims them, no scheduler
+    starts them and none ends: what is decided on these statuses stays true."""
+    rows = session.execute(
+        select(Job.id, Job.status)
+        .where(Job.status.not_in(TERMINAL), *where)
+        .order_by(Job.id)
+        .with_for_update()
+    )
+    return {job_id: JobStatus(status) for job_id, status in rows}
+
+
+def cancel_queued(session: Session, job_ids: Sequence[int]) -> list[int]:
+    """queued -> cancelled for many jobs in one statement (a sweep's waiting members), with
+    what transition() does for each: ended now, the devices of any the scheduler had placed
+    (no worker had claimed them) released, and one wake-up for all. The caller holds their
+    row locks (lock_jobs), so a worker's claim or the scheduler's start that waits on them
+    finds them cancelled. Returns the ids it ended (those still queued)."""
+    if not job_ids:
+        return []
+    ended = list(
+        session.scalars(
+            update(Job)
+            .where(Job.id.in_(job_ids), Job.status == S.queued)
+            .values(status=S.cancelled, finished_at=func.now())
+            .returning(Job.id),
+            execution_options={"synchronize_session": "fetch"},
+        )
+    )
+    if ended:
+        release_ended_many(session, ended)
+        wake_scheduler(session)
+    return ended
+
+
 def _end_run(session: Session, job: Job, outcome: str, reason: str | None) -> None:
     """Close the job's open segment (docs/scheduler.md: a preempted job has one per start)."""
     session.execute(
@@ -123,15 +164,23 @@ def release_ended(session: Session, job_id: int) -> None:
     until its node's worker has killed its ranks and confirms (multinode.confirm_part), or its
     part's lease has passed (reaper.release_silent_parts): another job's ranks never start on
     a device while this job's may still run there."""
-    still_running = select(JobNode.node).where(
-        JobNode.job_id == job_id, JobNode.claimed_at.is_not(None), JobNode.finished_at.is_(None)
+    release_ended_many(session, [job_id])
+
+
+def release_ended_many(session: Session, job_ids: Sequence[int]) -> None:
+    """release_ended for many jobs in one statement."""
+    still_running = exists().where(
+        JobNode.job_id == Allocation.job_id,
+        JobNode.node == Allocation.node,
+        JobNode.claimed_at.is_not(None),
+        JobNode.finished_at.is_(None),
     )
     session.execute(
         update(Allocation)
         .where(
-            Allocation.job_id == job_id,
+            Allocation.job_id.in_(job_ids),
             Allocation.released_at.is_(None),
-            Allocation.node.not_in(still_running),
+            ~still_running,
         )
         .values(released_at=func.now())
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session
 
 from gpudeck.core.security import Principal
@@ -35,7 +35,6 @@ from gpudeck.services.errors import (
     JobNotFound,
     NotEnoughDevices,
 )
-from gpudeck.services.estimates import estimate_bytes_per_device
 from gpudeck.services.placement import InsufficientMemory, Readings, short_devices
 from gpudeck.services.placement_request import Placement, not_enough_across, per_node
 from gpudeck.services.queue_plan import Quota, choose_spread
@@ -78,6 +77,18 @@ def steps_of(kind_name: str, config: dict[str, Any]) -> int | None:
     kind = get_kind(kind_name)
     field = kind.steps_field if kind else None
     return int(config[field]) if field and field in config else None
+
+
+def estimate_bytes_per_device(
+    kind_name: str, config: dict[str, Any], world_size: int
+) -> int | None:
+    """The kind's memory estimate for a CUDA device (simulated devices stand for GPUs too);
+    None for kinds without one. Cached by config inside the estimator."""
+    kind = get_kind(kind_name)
+    estimate = kind.resolve_estimate() if kind else None
+    if kind is None or estimate is None:
+        return None
+    return int(estimate(kind.config_model.model_validate(config), world_size).bytes_per_device)
 
 
 @dataclass(frozen=True)
@@ -448,3 +459,31 @@ def cancel_job(session: Session, job_id: int) -> Job:
         session.flush()
         session.refresh(job)
     return job
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """What a cancel of many jobs did: ended now (they waited), and asked to stop (running)."""
+
+    ended: list[int]
+    stopping: list[int]
+
+
+def cancel_jobs(session: Session, *where: ColumnElement[bool]) -> Cancelled:
+    """cancel_job for every job matching `where` that has not ended (a sweep's members), in a
+    few statements whatever their number: all locked at once, the waiting ones cancelled in
+    one (job_state.cancel_queued), the starting and running ones asked to stop in another
+    (their workers stop them after a final checkpoint, as a single cancel's)."""
+    locked = job_state.lock_jobs(session, *where)
+    waiting = [j for j, status in locked.items() if status is JobStatus.queued]
+    active = [j for j, status in locked.items() if status is not JobStatus.queued]
+    ended = job_state.cancel_queued(session, waiting)
+    if active:
+        session.execute(
+            update(Job)
+            .where(Job.id.in_(active), Job.cancel_requested_at.is_(None))
+            .values(cancel_requested_at=func.now()),
+            execution_options={"synchronize_session": "fetch"},
+        )
+    session.flush()
+    return Cancelled(ended=ended, stopping=active)

@@ -22,7 +22,6 @@ from gpudeck.services import job_state, placement_request, queue, queue_actions
 from gpudeck.services import jobs as job_service
 from gpudeck.services import resume as resume_service
 from gpudeck.services.errors import DomainError, InvalidInput, NotFound, TooLarge
-from gpudeck.services.estimates import EstimateMemo, estimate_bytes_per_device
 from gpudeck.services.sweep_params import TooManyMembers, members, with_values
 
 
@@ -89,15 +88,14 @@ def create_sweep(
     check_inputs = job_service.inputs_due(session, job, data_dir)
     name = spec.name or f"{job.kind}-sweep"
     width = len(str(len(planned) - 1))
-    rows, readable, estimated = [], set[int](), EstimateMemo()
+    rows, readable = [], set[int]()
     for index, (chosen, config) in enumerate(planned):
         try:
             job_service.check_reads_own_job(session, job.kind, config, owner, readable)
             if check_inputs:
                 assert data_dir is not None
                 job_service.check_inputs(job.kind, config, data_dir)
-            # Once per distinct config as the estimate reads it (an lr sweep: once).
-            estimate = estimate_bytes_per_device(job.kind, config, job.world_size, estimated)
+            estimate = job_service.estimate_bytes_per_device(job.kind, config, job.world_size)
             node = placement.home_node(job, estimate)
         except InvalidInput as exc:  # it could never fit a device, ...
             raise _of_member(exc, index, chosen) from None
@@ -248,16 +246,14 @@ def public(session: Session, sweep: Sweep) -> SweepPublic:
     )
 
 
-def cancel_sweep(session: Session, sweep_id: int) -> list[int]:
-    """Every member that has not ended: a waiting one is cancelled, a running one stops after
-    its final checkpoint. Returns the ids acted on."""
+def cancel_sweep(session: Session, sweep_id: int) -> job_service.Cancelled:
+    """Every member that has not ended: the waiting ones are cancelled together, in one
+    statement (they hold no running process); a starting or running one is asked to stop, as
+    a single cancel asks it, and its worker ends it after its final checkpoint. Only a
+    member's newest job can be live (a resume re-runs ended ones), so every job of the sweep
+    that has not ended is one."""
     get_sweep(session, sweep_id)
-    acted = []
-    for job in member_jobs(session, sweep_id):
-        if JobStatus(job.status) not in job_state.TERMINAL:
-            job_service.cancel_job(session, job.id)
-            acted.append(job.id)
-    return acted
+    return job_service.cancel_jobs(session, Job.sweep_id == sweep_id)
 
 
 def set_sweep_held(session: Session, sweep_id: int, held: bool) -> list[int]:

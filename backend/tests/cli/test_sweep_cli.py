@@ -119,6 +119,8 @@ def test_cancelling_a_sweep_stops_every_member(
         time.sleep(0.3)
     cancelled = cli("sweep", "cancel", sweep_id)
     assert cancelled.returncode == 0, cancelled.stderr
+    said = "2 waiting members cancelled, 1 running asked to stop after a final checkpoint"
+    assert said in cancelled.stdout, cancelled.stdout
     deadline = time.monotonic() + 60
     while True:
         members = json.loads(cli("sweep", "show", sweep_id, "--json").stdout)["members"]

@@ -663,8 +663,8 @@ export interface paths {
         put?: never;
         /**
          * Cancel Sweep
-         * @description Every member not yet ended: a waiting one is cancelled, a running one stops after its
-         *     final checkpoint.
+         * @description Every member not yet ended: the waiting ones are cancelled at once, a running one stops
+         *     after its final checkpoint. Audited as the sweep's cancel and each member's.
          */
         post: operations["cancel_sweep_api_sweeps__sweep_id__cancel_post"];
         delete?: never;
@@ -2037,6 +2037,58 @@ export interface components {
              * @description a key of the job's reported metrics
              */
             metric: string;
+        };
+        /**
+         * SweepCancelled
+         * @description A sweep as its cancel left it, with what the cancel did.
+         */
+        SweepCancelled: {
+            /**
+             * Cancelled
+             * @description members that were waiting: cancelled now
+             */
+            cancelled: number;
+            /**
+             * Counts
+             * @description members by status
+             */
+            counts: {
+                [key: string]: number;
+            };
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Kind */
+            kind: string;
+            /**
+             * Largest Estimate Bytes
+             * @description the largest member's per device
+             */
+            largest_estimate_bytes: number | null;
+            /** Max Parallel */
+            max_parallel: number | null;
+            /** Members */
+            members: components["schemas"]["SweepMember"][];
+            /** Name */
+            name: string;
+            /** Owner */
+            owner: string;
+            /**
+             * Spec
+             * @description the request as accepted
+             */
+            spec: {
+                [key: string]: unknown;
+            };
+            /**
+             * Stopping
+             * @description members that were starting or running: asked to stop, each ends after its final checkpoint
+             */
+            stopping: number;
         };
         /**
          * SweepCreate
@@ -3810,7 +3862,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SweepPublic"];
+                    "application/json": components["schemas"]["SweepCancelled"];
                 };
             };
             /** @description Forbidden */

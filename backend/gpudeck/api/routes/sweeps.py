@@ -11,7 +11,7 @@ from gpudeck.api.deps import CurrentUser, SessionDep, submitter
 from gpudeck.core.security import Principal
 from gpudeck.models import Sweep
 from gpudeck.schemas.common import ErrorResponse
-from gpudeck.schemas.sweeps import SweepCreate, SweepPublic, SweepSummary
+from gpudeck.schemas.sweeps import SweepCancelled, SweepCreate, SweepPublic, SweepSummary
 from gpudeck.services import audit, sweeps
 from gpudeck.services import jobs as job_service
 from gpudeck.services.errors import Forbidden
@@ -81,14 +81,20 @@ def _owned(session: SessionDep, sweep_id: int, user: Principal) -> Sweep:
 
 
 @router.post("/{sweep_id}/cancel", responses={**NOT_FOUND, 403: {"model": ErrorResponse}})
-def cancel_sweep(sweep_id: SweepId, session: SessionDep, user: CurrentUser) -> SweepPublic:
-    """Every member not yet ended: a waiting one is cancelled, a running one stops after its
-    final checkpoint."""
+def cancel_sweep(sweep_id: SweepId, session: SessionDep, user: CurrentUser) -> SweepCancelled:
+    """Every member not yet ended: the waiting ones are cancelled at once, a running one stops
+    after its final checkpoint. Audited as the sweep's cancel and each member's."""
     sweep = _owned(session, sweep_id, user)
-    sweeps.cancel_sweep(session, sweep_id)
+    done = sweeps.cancel_sweep(session, sweep_id)
     audit.record(session, user, audit.SWEEP_CANCEL, f"sweep:{sweep_id}")
+    members = [f"job:{j}" for j in [*done.ended, *done.stopping]]
+    audit.record_many(session, user, audit.JOB_CANCEL, members, sweep=sweep_id)
     session.commit()
-    return sweeps.public(session, sweep)
+    return SweepCancelled(
+        **dict(sweeps.public(session, sweep)),
+        cancelled=len(done.ended),
+        stopping=len(done.stopping),
+    )
 
 
 @router.post("/{sweep_id}/resume", responses={**NOT_FOUND, 403: {"model": ErrorResponse}})
