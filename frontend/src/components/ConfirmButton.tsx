@@ -5,17 +5,29 @@ interface Props {
   /** the question asked before acting, e.g. "Cancel job #5?" */
   question: string;
   confirmLabel: string;
+  keepLabel?: string;
   onConfirm: () => void;
   disabled?: boolean;
   testId?: string;
+  /** the confirm button's test id (default `${testId}-confirm`) */
+  confirmTestId?: string;
+  /** a small button (a table row's, a page's secondary action) or a full one */
+  small?: boolean;
+  /** whether the question is shown, when a hook owns that (useHoldReleaseCancel); else kept here */
+  asking?: boolean;
+  onAsking?: (asking: boolean) => void;
 }
 
 /** A destructive action asked twice, inline (a native confirm() would block the page and its tests). */
-export function ConfirmButton({ label, question, confirmLabel, onConfirm, disabled, testId }: Props) {
-  const [asking, setAsking] = useState(false);
+export function ConfirmButton(props: Props) {
+  const { label, question, confirmLabel, keepLabel = "Keep", onConfirm, disabled, testId, small = true } = props;
+  const [ownAsking, setOwnAsking] = useState(false);
+  const asking = props.asking ?? ownAsking;
+  const setAsking = props.onAsking ?? setOwnAsking;
+  const size = small ? " small" : "";
   if (!asking) {
     return (
-      <button type="button" className="button small danger" disabled={disabled} onClick={() => setAsking(true)} data-testid={testId}>
+      <button type="button" className={`button${size} danger`} disabled={disabled} onClick={() => setAsking(true)} data-testid={testId}>
         {label}
       </button>
     );
@@ -25,17 +37,17 @@ export function ConfirmButton({ label, question, confirmLabel, onConfirm, disabl
       <span className="small">{question}</span>
       <button
         type="button"
-        className="button small danger"
+        className={`button${size} danger`}
         onClick={() => {
           setAsking(false);
           onConfirm();
         }}
-        data-testid={testId && `${testId}-confirm`}
+        data-testid={props.confirmTestId ?? (testId && `${testId}-confirm`)}
       >
         {confirmLabel}
       </button>
-      <button type="button" className="button small" onClick={() => setAsking(false)}>
-        Keep
+      <button type="button" className={`button${size}`} onClick={() => setAsking(false)}>
+        {keepLabel}
       </button>
     </span>
   );

@@ -200,17 +200,6 @@ export function useCreateJob() {
   });
 }
 
-export function useCancelJob(id: number) {
-  const client = useQueryClient();
-  return useMutation({
-    mutationFn: () => unwrap(api.POST("/api/jobs/{job_id}/cancel", { params: { path: { job_id: id } } })),
-    onSuccess: (job) => {
-      client.setQueryData(keys.job(id), job);
-      void client.invalidateQueries({ queryKey: ["jobs"] });
-    },
-  });
-}
-
 export function useResumeJob(id: number) {
   const client = useQueryClient();
   return useMutation({

@@ -1,9 +1,10 @@
-/** The scheduler's queue through TanStack Query: the waiting jobs, and hold/release/cancel. */
+/** The scheduler's queue through TanStack Query: the waiting jobs, and hold/release/cancel of its rows. */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect } from "react";
 import { api, unwrap } from "../client/api";
 import type { Job } from "../client/types";
 import { keys } from "./queries";
+import { postJobAction, type HoldAction } from "./useHoldReleaseCancel";
 
 export const queueKey = ["queue"] as const;
 
@@ -16,25 +17,11 @@ export function useQueue(owner: string | null = null, intervalMs = 2000) {
   });
 }
 
-export type QueueAction = "hold" | "release" | "cancel";
-
-function act(id: number, action: QueueAction) {
-  const params = { params: { path: { job_id: id } } };
-  if (action === "hold") return unwrap(api.POST("/api/jobs/{job_id}/hold", params));
-  if (action === "release") return unwrap(api.POST("/api/jobs/{job_id}/release", params));
-  return unwrap(api.POST("/api/jobs/{job_id}/cancel", params));
-}
-
-/** Hold, release or cancel a job; the queue, the job and the jobs list refresh after. */
+/** Hold, release or cancel any job (a Queue row's); the queue, the job and the jobs list refresh after. */
 export function useQueueAction() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: ({ id, action }: { id: number; action: QueueAction }) => act(id, action),
-    onSuccess: (job: Job) => {
-      client.setQueryData(keys.job(job.id), job);
-      void client.invalidateQueries({ queryKey: queueKey });
-      void client.invalidateQueries({ queryKey: ["jobs"] });
-    },
+    mutationFn: ({ id, action }: { id: number; action: HoldAction }) => postJobAction(client, id, action),
   });
 }
 

@@ -1,4 +1,4 @@
-/** Sweeps through TanStack Query: the list, one sweep (polled until every member ended), actions. */
+/** Sweeps through TanStack Query: the list, one sweep (polled until every member ended), create. */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, unwrap } from "../client/api";
 import type { Sweep, SweepCreate } from "../client/sweepTypes";
@@ -29,27 +29,6 @@ export function useSweep(id: number | null, intervalMs: number | false = 2000) {
     queryFn: () => unwrap(api.GET("/api/sweeps/{sweep_id}", { params: { path: { sweep_id: id ?? 0 } } })),
     enabled: id !== null,
     refetchInterval: (query) => (intervalMs !== false && query.state.data && !sweepEnded(query.state.data) ? intervalMs : false),
-  });
-}
-
-export type SweepAction = "cancel" | "hold" | "release";
-
-function act(id: number, action: SweepAction) {
-  const params = { params: { path: { sweep_id: id } } };
-  if (action === "hold") return unwrap(api.POST("/api/sweeps/{sweep_id}/hold", params));
-  if (action === "release") return unwrap(api.POST("/api/sweeps/{sweep_id}/release", params));
-  return unwrap(api.POST("/api/sweeps/{sweep_id}/cancel", params));
-}
-
-/** Cancel, hold or release every member; the sweep, the list, the jobs and the queue refresh. */
-export function useSweepAction(id: number) {
-  const client = useQueryClient();
-  return useMutation({
-    mutationFn: (action: SweepAction) => act(id, action),
-    onSuccess: (sweep) => {
-      client.setQueryData(sweepKeys.one(id), sweep);
-      for (const key of [sweepKeys.all, ["jobs"], ["queue"]]) void client.invalidateQueries({ queryKey: key });
-    },
   });
 }
 

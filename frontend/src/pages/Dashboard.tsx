@@ -3,6 +3,7 @@ import type { Gpu } from "../client/types";
 import { deviceKey } from "../client/types";
 import { AggregateView } from "../components/AggregateView";
 import { GpuCard } from "../components/GpuCard";
+import { PageHeader } from "../components/PageHeader";
 import { useTelemetryContext } from "../hooks/TelemetryContext";
 import { useNodes } from "../hooks/queries";
 
@@ -28,20 +29,16 @@ export function Dashboard() {
   const source = devices[0]?.source;
   return (
     <div className="page">
-      <div className="page-head">
-        <h1>GPUs</h1>
-        <div className="page-tools">
-          {source && <span className="muted small">{devices.length} devices</span>}
-          <div className="segmented" role="group" aria-label="view">
-            <button type="button" aria-pressed={view === "cards"} onClick={() => choose("cards")}>
-              per GPU
-            </button>
-            <button type="button" aria-pressed={view === "aggregate"} onClick={() => choose("aggregate")}>
-              aggregated
-            </button>
-          </div>
+      <PageHeader title="GPUs" status={source && <span className="muted small">{devices.length} devices</span>}>
+        <div className="segmented" role="group" aria-label="view">
+          <button type="button" aria-pressed={view === "cards"} onClick={() => choose("cards")}>
+            per GPU
+          </button>
+          <button type="button" aria-pressed={view === "aggregate"} onClick={() => choose("aggregate")}>
+            aggregated
+          </button>
         </div>
-      </div>
+      </PageHeader>
       {stale && (
         <div className="banner warn" role="alert" data-testid="stale-banner">
           The telemetry feed is behind: the numbers below are the last ones received.

@@ -10,6 +10,7 @@ import { RankProgress } from "../components/job/RankProgress";
 import { RankMemory } from "../components/job/RankMemory";
 import { TrainingCharts } from "../components/LossChart";
 import { MemoryFigures } from "../components/MemoryFigures";
+import { PageHeader } from "../components/PageHeader";
 import { ProgressBar } from "../components/ProgressBar";
 import { QueuePlace } from "../components/queue/QueuePlace";
 import { StatusBadge } from "../components/StatusBadge";
@@ -41,24 +42,29 @@ export function JobDetail() {
     own.findLast((row) => (row.metrics as Record<string, unknown>)[metric] !== undefined)?.metrics[metric];
   return (
     <div className="page">
-      <div className="page-head">
-        <h1>
-          <Link to="/jobs" className="muted">
-            Jobs
-          </Link>{" "}
-          / #{j.id} {j.name ?? j.kind}
-        </h1>
-        <div className="page-tools">
-          <StatusBadge status={j.status} devices={j.devices} />
-          {!isTerminal(j.status) && (
-            <span className={`conn conn-${connected ? "live" : "connecting"}`}>
-              <span className="dot" />
-              {connected ? "live" : "polling"}
-            </span>
-          )}
-          <JobActions job={j} kind={kind.data} />
-        </div>
-      </div>
+      <PageHeader
+        title={
+          <>
+            <Link to="/jobs" className="muted">
+              Jobs
+            </Link>{" "}
+            / #{j.id} {j.name ?? j.kind}
+          </>
+        }
+        status={
+          <>
+            <StatusBadge status={j.status} devices={j.devices} />
+            {!isTerminal(j.status) && (
+              <span className={`conn conn-${connected ? "live" : "connecting"}`}>
+                <span className="dot" />
+                {connected ? "live" : "polling"}
+              </span>
+            )}
+          </>
+        }
+      >
+        <JobActions job={j} kind={kind.data} />
+      </PageHeader>
       <QueuePlace job={j} />
       <SweepMembership job={j} />
       <section className="card">

@@ -2,6 +2,7 @@ import { useMemo, useState } from "react";
 import { Link, useSearchParams } from "react-router-dom";
 import type { Job } from "../client/types";
 import { JobFilterBar } from "../components/JobFilterBar";
+import { PageHeader } from "../components/PageHeader";
 import { ProgressBar } from "../components/ProgressBar";
 import { StatusBadge } from "../components/StatusBadge";
 import { SweepBadge } from "../components/sweep/SweepBadge";
@@ -60,14 +61,7 @@ export function Jobs() {
   const offset = Math.min(page * PAGE, Math.max(0, shown.length - 1));
   return (
     <div className="page">
-      <div className="page-head">
-        <h1>Jobs</h1>
-        <div className="page-tools">
-          <Link className="button primary" to="/new">
-            New job
-          </Link>
-        </div>
-      </div>
+      <PageHeader title="Jobs" create={{ to: "/new", label: "New job" }} />
       <JobFilterBar
         filter={filter}
         owners={owners}

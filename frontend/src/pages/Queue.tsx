@@ -1,7 +1,8 @@
-import { Link } from "react-router-dom";
 import type { ScheduledJob } from "../client/types";
+import { PageHeader } from "../components/PageHeader";
 import { QueueTable } from "../components/queue/QueueTable";
-import { useQueue, useQueueAction, type QueueAction } from "../hooks/useQueue";
+import type { HoldAction } from "../hooks/useHoldReleaseCancel";
+import { useQueue, useQueueAction } from "../hooks/useQueue";
 
 /**
  * The queue: jobs waiting for devices in the order they will start, why each waits and when it
@@ -10,23 +11,21 @@ import { useQueue, useQueueAction, type QueueAction } from "../hooks/useQueue";
 export function Queue() {
   const queue = useQueue();
   const action = useQueueAction();
-  const onAction = (job: ScheduledJob, what: QueueAction) => action.mutate({ id: job.id, action: what });
+  const onAction = (job: ScheduledJob, what: HoldAction) => action.mutate({ id: job.id, action: what });
   const total = queue.data?.total;
   return (
     <div className="page">
-      <div className="page-head">
-        <h1>Queue</h1>
-        <div className="page-tools">
-          {total !== undefined && (
+      <PageHeader
+        title="Queue"
+        status={
+          total !== undefined && (
             <span className="muted" data-testid="queue-total">
               {total} waiting
             </span>
-          )}
-          <Link className="button primary" to="/new">
-            New job
-          </Link>
-        </div>
-      </div>
+          )
+        }
+        create={{ to: "/new", label: "New job" }}
+      />
       {queue.error && <div className="banner error">{queue.error.message}</div>}
       {action.error && (
         <div className="banner error" role="alert" data-testid="queue-action-error">

@@ -1,43 +1,46 @@
 import { useMemo, useState } from "react";
 import { Link, useParams } from "react-router-dom";
 import type { Sweep as SweepData } from "../client/sweepTypes";
+import { ConfirmButton } from "../components/ConfirmButton";
+import { PageHeader } from "../components/PageHeader";
 import { FrontierCard, type MetricOption } from "../components/sweep/FrontierCard";
 import { MemberCurves } from "../components/sweep/MemberCurves";
 import { MembersTable } from "../components/sweep/MembersTable";
-import { ConfirmButton } from "../components/queue/ConfirmButton";
 import { useKind } from "../hooks/queries";
-import { sweepEnded, useSweep, useSweepAction } from "../hooks/useSweeps";
+import { useHoldReleaseCancel } from "../hooks/useHoldReleaseCancel";
+import { sweepEnded, useSweep } from "../hooks/useSweeps";
 import { formatAge, formatBytes } from "../lib/format";
 import { defaultCurves } from "../lib/sweep/axes";
 import { memberColumns, parameterPaths } from "../lib/sweep/members";
 import { CountsText } from "./Sweeps";
 
 function Actions({ sweep }: { sweep: SweepData }) {
-  const action = useSweepAction(sweep.id);
+  const actions = useHoldReleaseCancel({ type: "sweep", id: sweep.id });
   const waiting = (sweep.counts["queued"] ?? 0) > 0;
-  const ended = sweepEnded(sweep);
+  const busy = actions.pending !== null;
   return (
-    <div className="page-tools">
-      {action.error && (
+    <>
+      {actions.error && (
         <span className="field-error" role="alert">
-          {action.error.message}
+          {actions.error.message}
         </span>
       )}
-      <button type="button" className="button small" disabled={!waiting || action.isPending} onClick={() => action.mutate("hold")}>
+      <button type="button" className="button small" disabled={!waiting || busy} onClick={actions.hold}>
         Hold
       </button>
-      <button type="button" className="button small" disabled={!waiting || action.isPending} onClick={() => action.mutate("release")}>
+      <button type="button" className="button small" disabled={!waiting || busy} onClick={actions.release}>
         Release
       </button>
       <ConfirmButton
         label="Cancel sweep"
         question={`Cancel every member of sweep #${sweep.id} that has not ended?`}
         confirmLabel="Cancel them"
-        onConfirm={() => action.mutate("cancel")}
-        disabled={ended || action.isPending}
+        onConfirm={actions.cancel}
+        disabled={sweepEnded(sweep) || busy}
         testId="cancel-sweep"
+        {...actions.confirm}
       />
-    </div>
+    </>
   );
 }
 
@@ -76,12 +79,9 @@ export function Sweep() {
   };
   return (
     <div className="page sweep-page" data-testid="sweep-page" data-ended={sweepEnded(data)}>
-      <div className="page-head">
-        <h1>
-          Sweep #{data.id} {data.name}
-        </h1>
+      <PageHeader title={`Sweep #${data.id} ${data.name}`}>
         <Actions sweep={data} />
-      </div>
+      </PageHeader>
       <div className="card facts-line">
         <span>
           {data.members.length} {data.kind} members

@@ -1,5 +1,6 @@
 import { Link } from "react-router-dom";
 import type { SweepSummary } from "../client/sweepTypes";
+import { PageHeader } from "../components/PageHeader";
 import { useSweeps } from "../hooks/useSweeps";
 import { formatAge } from "../lib/format";
 
@@ -44,14 +45,7 @@ export function Sweeps() {
   const sweeps = useSweeps();
   return (
     <div className="page">
-      <div className="page-head">
-        <h1>Sweeps</h1>
-        <div className="page-tools">
-          <Link className="button primary" to="/new?sweep=1">
-            New sweep
-          </Link>
-        </div>
-      </div>
+      <PageHeader title="Sweeps" create={{ to: "/new?sweep=1", label: "New sweep" }} />
       {sweeps.error && <div className="banner error">{sweeps.error.message}</div>}
       <div className="card table-card">
         <table data-testid="sweeps-table">

@@ -1,44 +1,33 @@
-import { useState } from "react";
 import { Link, useNavigate } from "react-router-dom";
 import { isTerminal, type Job, type JobKindInfo } from "../../client/types";
-import { useCancelJob, useCheckpoints, useFollowUp, useResumeJob } from "../../hooks/queries";
+import { useCheckpoints, useFollowUp, useResumeJob } from "../../hooks/queries";
+import { useHoldReleaseCancel } from "../../hooks/useHoldReleaseCancel";
+import { ConfirmButton } from "../ConfirmButton";
 
 /** Cancel asks first: a running job stops after its final checkpoint and cannot be undone. */
 function CancelButton({ job }: { job: Job }) {
-  const cancel = useCancelJob(job.id);
-  const [asking, setAsking] = useState(false);
-  if (!asking) {
-    // The error shows here too: the confirmation is gone by the time the request fails.
-    return (
-      <span className="confirm">
-        <button type="button" className="button danger" disabled={cancel.isPending} onClick={() => setAsking(true)} data-testid="cancel">
-          {cancel.isPending ? "Cancelling…" : "Cancel"}
-        </button>
-        {cancel.error && (
-          <span className="field-error" role="alert" data-testid="cancel-error">
-            could not cancel: {cancel.error.message}
-          </span>
-        )}
-      </span>
-    );
-  }
+  const actions = useHoldReleaseCancel({ type: "job", id: job.id });
+  const cancelling = actions.pending === "cancel";
   return (
-    <span className="confirm" role="group" aria-label="confirm cancel">
-      <span className="small">Stop job #{job.id}?</span>
-      <button
-        type="button"
-        className="button danger"
-        data-testid="confirm-cancel"
-        onClick={() => {
-          setAsking(false);
-          cancel.mutate();
-        }}
-      >
-        Stop it
-      </button>
-      <button type="button" className="button" onClick={() => setAsking(false)}>
-        Keep running
-      </button>
+    <span className="confirm">
+      <ConfirmButton
+        label={cancelling ? "Cancelling…" : "Cancel"}
+        question={`Stop job #${job.id}?`}
+        confirmLabel="Stop it"
+        keepLabel="Keep running"
+        onConfirm={actions.cancel}
+        disabled={cancelling}
+        testId="cancel"
+        confirmTestId="confirm-cancel"
+        small={false}
+        {...actions.confirm}
+      />
+      {/* The error shows here too: the confirmation is gone by the time the request fails. */}
+      {actions.error?.action === "cancel" && !actions.confirm.asking && (
+        <span className="field-error" role="alert" data-testid="cancel-error">
+          could not cancel: {actions.error.message}
+        </span>
+      )}
     </span>
   );
 }

@@ -1,5 +1,6 @@
 import type { ScheduledJob } from "../../client/types";
-import { useQueueAction, useWaitingJobRefresh } from "../../hooks/useQueue";
+import { useHoldReleaseCancel } from "../../hooks/useHoldReleaseCancel";
+import { useWaitingJobRefresh } from "../../hooks/useQueue";
 import { expectedStartBasis, formatExpectedStart, REASON_LABELS, reasonDetail } from "../../lib/scheduling";
 import "./queue.css";
 
@@ -9,7 +10,7 @@ import "./queue.css";
  */
 export function QueuePlace({ job, now }: { job: ScheduledJob; now?: number }) {
   useWaitingJobRefresh(job);
-  const action = useQueueAction();
+  const actions = useHoldReleaseCancel({ type: "job", id: job.id });
   const info = job.queue;
   if (job.status !== "queued" || !info) return null;
   return (
@@ -35,13 +36,13 @@ export function QueuePlace({ job, now }: { job: ScheduledJob; now?: number }) {
       <button
         type="button"
         className="button small"
-        disabled={action.isPending}
-        onClick={() => action.mutate({ id: job.id, action: job.held ? "release" : "hold" })}
+        disabled={actions.pending !== null}
+        onClick={job.held ? actions.release : actions.hold}
         data-testid={job.held ? "queue-place-release" : "queue-place-hold"}
       >
         {job.held ? "Release" : "Hold"}
       </button>
-      {action.error && <span className="field-error">{action.error.message}</span>}
+      {actions.error && <span className="field-error">{actions.error.message}</span>}
     </section>
   );
 }

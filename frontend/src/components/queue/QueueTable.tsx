@@ -1,13 +1,13 @@
 import { Link } from "react-router-dom";
 import type { ScheduledJob } from "../../client/types";
-import type { QueueAction } from "../../hooks/useQueue";
+import type { HoldAction } from "../../hooks/useHoldReleaseCancel";
 import { expectedStartBasis, formatExpectedStart, REASON_LABELS, reasonDetail } from "../../lib/scheduling";
-import { ConfirmButton } from "./ConfirmButton";
+import { ConfirmButton } from "../ConfirmButton";
 import "./queue.css";
 
 interface Props {
   jobs: ScheduledJob[];
-  onAction: (job: ScheduledJob, action: QueueAction) => void;
+  onAction: (job: ScheduledJob, action: HoldAction) => void;
   /** the job whose action is in flight: its buttons wait */
   pendingId?: number | null;
   /** ms since the epoch, so expected starts read relative to the same moment */
