@@ -121,6 +121,17 @@ def observe_exits(codes: dict[int, int], seen: list[RankExit]) -> list[RankExit]
     return new
 
 
+@dataclass
+class Watch:
+    """What watching a job's ranks has found so far (JobRunner._watch)."""
+
+    limit_at: float  # time.monotonic() of the job's time limit
+    timed_out: bool = False
+    stop_deadline: float | None = None  # once the ranks were asked to stop: when to kill them
+    exits: list[RankExit] = field(default_factory=list)
+    first_failure: RankExit | None = None  # the failure that made the others stop
+
+
 class JobRunner:
     def __init__(self, runtime: RunnerHost, job_id: int) -> None:
         self.runtime = runtime
@@ -339,84 +350,106 @@ class JobRunner:
     def _supervise(
         self, group: RankGroup | CommandGroup, handle: JobHandle, plan: LaunchPlan
     ) -> Outcome | None:
-        # Only the first node relays the job's stream into the job's rows (metrics, progress,
-        # checkpoints): one relay per job. Every node forwards its command's output to it.
-        relay = (
-            EventRelay(
-                self.job_id,
-                self.runtime.redis,
-                self.runtime.sessionmaker,
-                self.settings.data_dir,
-                self.run_dir,
-                max(plan.world_size, group.local_ranks),  # a script may run several per device
-                node=self.node,
-            )
-            if plan.leads
-            else None
+        """Watch the ranks to their end, then say what that end means; None: the job stopped
+        being ours (reaped, or finished elsewhere)."""
+        relay = self._relay(group, plan)
+        watch = self._watch(group, handle, plan, relay)
+        if watch is not None:
+            self._forward(group)
+        if relay is not None:
+            relay.drain()
+        return None if watch is None else self._outcome(group, handle, plan, relay, watch)
+
+    def _relay(self, group: RankGroup | CommandGroup, plan: LaunchPlan) -> EventRelay | None:
+        """Only the first node relays the job's stream into the job's rows (metrics, progress,
+        checkpoints): one relay per job. Every node forwards its command's output to it."""
+        if not plan.leads:
+            return None
+        return EventRelay(
+            self.job_id,
+            self.runtime.redis,
+            self.runtime.sessionmaker,
+            self.settings.data_dir,
+            self.run_dir,
+            max(plan.world_size, group.local_ranks),  # a script may run several per device
+            node=self.node,
         )
-        # At its time limit a job is stopped as a cancel stops it (SIGTERM, the grace for a
-        # final checkpoint, SIGKILL) and ends `timeout`.
-        limit_at = time.monotonic() + plan.time_limit_s
-        timed_out = False
-        stop_deadline: float | None = None
-        exits: list[RankExit] = []
-        first_failure: RankExit | None = None
+
+    def _watch(
+        self,
+        group: RankGroup | CommandGroup,
+        handle: JobHandle,
+        plan: LaunchPlan,
+        relay: EventRelay | None,
+    ) -> Watch | None:
+        """Until every rank has exited: relay their events, stop them when asked to (or at the
+        time limit), and stop the others once one fails. None: the job stopped being ours,
+        and its ranks here are killed."""
+        watch = Watch(limit_at=time.monotonic() + plan.time_limit_s)
         while not group.done:
-            new = observe_exits(group.wait(POLL_S), exits)
+            new = observe_exits(group.wait(POLL_S), watch.exits)
             self._register_ranks(group)
             self._forward(group)  # a command's rank logs, on any node: lines on the stream
             if relay is not None:
                 relay.pump()
             if handle.gone.is_set():
                 group.kill()
-                if relay is not None:
-                    relay.drain()
-                return None  # reaped or finished elsewhere: the job is no longer ours
-            if stop_deadline is None and time.monotonic() >= limit_at:
-                timed_out = True
-                log.info("job %s: time limit of %g s reached", self.job_id, plan.time_limit_s)
-            if stop_deadline is None and (
-                timed_out
-                or handle.cancel.is_set()
-                or handle.preempt.is_set()
-                or self.runtime.stopping.is_set()
-            ):
-                log.info(
-                    "job %s: stopping (final checkpoint, %.0f s grace)",
-                    self.job_id,
-                    self.settings.cancel_grace_s,
-                )
-                group.request_stop()
-                stop_deadline = time.monotonic() + self.settings.cancel_grace_s
-            if stop_deadline is not None and time.monotonic() > stop_deadline:
-                group.kill()
+                return None
+            self._stop_if_asked(group, handle, plan, watch)
             failures = [e for e in new if e.code != 0]
-            if stop_deadline is None and failures and first_failure is None:
-                first_failure = failures[0]
+            if watch.stop_deadline is None and failures and watch.first_failure is None:
+                watch.first_failure = failures[0]
                 group.stop(FAIL_GRACE_S)  # a rank failed: stop the others
-        self._forward(group)
-        if relay is not None:
-            relay.drain()
-        if timed_out:
+        return watch
+
+    def _stop_if_asked(
+        self, group: RankGroup | CommandGroup, handle: JobHandle, plan: LaunchPlan, watch: Watch
+    ) -> None:
+        """A cancel, a preemption, the worker's shutdown or the time limit: SIGTERM, the grace
+        for a final checkpoint, then SIGKILL (a job at its limit ends `timeout`)."""
+        if watch.stop_deadline is None and time.monotonic() >= watch.limit_at:
+            watch.timed_out = True
+            log.info("job %s: time limit of %g s reached", self.job_id, plan.time_limit_s)
+        if watch.stop_deadline is None and (watch.timed_out or self._asked_to_stop(handle)):
+            grace_s = self.settings.cancel_grace_s
+            log.info("job %s: stopping (final checkpoint, %.0f s grace)", self.job_id, grace_s)
+            group.request_stop()
+            watch.stop_deadline = time.monotonic() + grace_s
+        if watch.stop_deadline is not None and time.monotonic() > watch.stop_deadline:
+            group.kill()
+
+    def _asked_to_stop(self, handle: JobHandle) -> bool:
+        return handle.cancel.is_set() or handle.preempt.is_set() or self.runtime.stopping.is_set()
+
+    def _outcome(
+        self,
+        group: RankGroup | CommandGroup,
+        handle: JobHandle,
+        plan: LaunchPlan,
+        relay: EventRelay | None,
+        watch: Watch,
+    ) -> Outcome:
+        """Timed out, queued again (preempted), cancelled (or the worker shut down), or what
+        the ranks' exits say: succeeded, or failed as the rank that failed first tells."""
+        if watch.timed_out:
             return Outcome(
                 JobStatus.timeout,
                 f"time limit of {plan.time_limit_s:g} s reached; "
                 "stopped after its final checkpoint",
             )
-        if stop_deadline is not None and handle.preempt.is_set() and not handle.cancel.is_set():
-            return Outcome(JobStatus.queued)  # preempted: it waits again, to resume
-        if stop_deadline is not None:
+        if watch.stop_deadline is not None:
+            if handle.preempt.is_set() and not handle.cancel.is_set():
+                return Outcome(JobStatus.queued)  # preempted: it waits again, to resume
             return Outcome(JobStatus.cancelled, self._stop_reason(handle))
-        observe_exits(group.poll(), exits)
-        if first_failure is None:
-            first_failure = next((e for e in exits if e.code != 0), None)
-        if first_failure is None:
+        observe_exits(group.poll(), watch.exits)
+        first = watch.first_failure
+        if first is None:
+            first = next((e for e in watch.exits if e.code != 0), None)
+        if first is None:
             return Outcome(JobStatus.succeeded)
         if isinstance(group, CommandGroup) and group.memory_exceeded is not None:
-            return Outcome(
-                JobStatus.failed, self._memory_text(group.memory_exceeded, first_failure)
-            )
-        return Outcome(JobStatus.failed, self._failure_text(relay, first_failure))
+            return Outcome(JobStatus.failed, self._memory_text(group.memory_exceeded, first))
+        return Outcome(JobStatus.failed, self._failure_text(relay, first))
 
     def _forward(self, group: RankGroup | CommandGroup) -> None:
         """Events the group reads from the job's files (a command job's metrics lines and
