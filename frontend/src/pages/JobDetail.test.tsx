@@ -3,9 +3,9 @@ import userEvent from "@testing-library/user-event";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FakeWebSocket } from "../test/fakeWebSocket";
 import { makeJob, makeSaeKind } from "../test/fixtures";
+import { renderNewJob } from "../test/newJobPage";
 import { json, renderPage, stubApi } from "../test/render";
 import { JobDetail } from "./JobDetail";
-import { NewJob } from "./NewJob";
 
 beforeEach(() => {
   FakeWebSocket.reset();
@@ -231,14 +231,15 @@ describe("JobDetail across nodes", () => {
 
 describe("Run again", () => {
   it("opens the new-job form at the earlier job's settings", async () => {
-    const api = stubApi({
-      "GET /api/jobs/7": () => json(makeJob({ config: { ...makeSaeKind().defaults, steps: 1234, d_sae: 512 } })),
-      "GET /api/kinds": () => json([makeSaeKind()]),
-      "GET /api/kinds/sae": () => json(makeSaeKind()),
-      "GET /api/gpus": () => json([]),
-    });
-    vi.stubGlobal("fetch", api.fetchMock);
-    renderPage(<NewJob />, { path: "/new", route: "/new?kind=sae&from=7" });
+    renderNewJob(
+      {
+        "GET /api/jobs/7": () => json(makeJob({ config: { ...makeSaeKind().defaults, steps: 1234, d_sae: 512 } })),
+        "GET /api/kinds": () => json([makeSaeKind()]),
+        "GET /api/kinds/sae": () => json(makeSaeKind()),
+        "GET /api/gpus": () => json([]),
+      },
+      { route: "/new?kind=sae&from=7" },
+    );
     expect(await screen.findByLabelText("steps", { exact: true })).toHaveValue("1234");
     expect(screen.getByLabelText("d_sae")).toHaveValue("512");
     // the same name and devices (2, not the form's 1), and the form says where it came from

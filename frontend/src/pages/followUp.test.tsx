@@ -3,9 +3,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FakeWebSocket } from "../test/fakeWebSocket";
 import { makeJob, makeSaeKind } from "../test/fixtures";
 import kinds from "../test/kindSchemas.json";
+import { renderNewJob } from "../test/newJobPage";
 import { json, renderPage, stubApi } from "../test/render";
 import { JobDetail } from "./JobDetail";
-import { NewJob } from "./NewJob";
 
 beforeEach(() => {
   FakeWebSocket.reset();
@@ -74,14 +74,15 @@ describe("Train an SAE on this output", () => {
   });
 
   it("prefills d_in, the dataset and the dependency on the extraction", async () => {
-    const api = stubApi({
-      "GET /api/jobs/7/follow-up": () => json(followUp),
-      "GET /api/kinds": () => json([makeSaeKind()]),
-      "GET /api/kinds/sae": () => json(makeSaeKind()),
-      "GET /api/gpus": () => json([]),
-    });
-    vi.stubGlobal("fetch", api.fetchMock);
-    renderPage(<NewJob />, { path: "/new", route: "/new?kind=sae&after=7" });
+    renderNewJob(
+      {
+        "GET /api/jobs/7/follow-up": () => json(followUp),
+        "GET /api/kinds": () => json([makeSaeKind()]),
+        "GET /api/kinds/sae": () => json(makeSaeKind()),
+        "GET /api/gpus": () => json([]),
+      },
+      { route: "/new?kind=sae&after=7" },
+    );
     expect(await screen.findByLabelText("d_in", { exact: true })).toHaveValue("48");
     const path = document.querySelector('[data-field="dataset.path"] input');
     expect(path).toHaveValue("acts/x/activations.safetensors");
@@ -175,36 +176,37 @@ describe("Evaluate a checkpoint", () => {
   });
 
   it("opens the evaluation form named after the job, with no int64 bounds", async () => {
-    const api = stubApi({
-      "GET /api/jobs/7/follow-up": () =>
-        json({
-          kind: "sae_eval",
-          label: "Evaluate a checkpoint",
-          config: { source_job: 7, dataset: { type: "heldout" } },
-          depends_on: [],
-          note: "it scores the job's newest checkpoint",
-          name: "eval of job 7",
-          checkpoint_field: "step",
-        }),
-      "GET /api/jobs/7": () => json(makeJob({ name: "first-sae" })),
-      "GET /api/jobs/7/checkpoints": () =>
-        json(
-          [100, 300, 200].map((step) => ({
-            step,
-            loss: 1,
-            files: [],
-            size_bytes: 1,
-            created_at: "2026-01-01T00:00:00Z",
-            node: "node-a",
-            location: null,
-          })),
-        ),
-      "GET /api/kinds": () => json([makeSaeKind(), evalKind]),
-      "GET /api/kinds/sae_eval": () => json(evalKind),
-      "GET /api/gpus": () => json([]),
-    });
-    vi.stubGlobal("fetch", api.fetchMock);
-    renderPage(<NewJob />, { path: "/new", route: "/new?kind=sae_eval&after=7" });
+    renderNewJob(
+      {
+        "GET /api/jobs/7/follow-up": () =>
+          json({
+            kind: "sae_eval",
+            label: "Evaluate a checkpoint",
+            config: { source_job: 7, dataset: { type: "heldout" } },
+            depends_on: [],
+            note: "it scores the job's newest checkpoint",
+            name: "eval of job 7",
+            checkpoint_field: "step",
+          }),
+        "GET /api/jobs/7": () => json(makeJob({ name: "first-sae" })),
+        "GET /api/jobs/7/checkpoints": () =>
+          json(
+            [100, 300, 200].map((step) => ({
+              step,
+              loss: 1,
+              files: [],
+              size_bytes: 1,
+              created_at: "2026-01-01T00:00:00Z",
+              node: "node-a",
+              location: null,
+            })),
+          ),
+        "GET /api/kinds": () => json([makeSaeKind(), evalKind]),
+        "GET /api/kinds/sae_eval": () => json(evalKind),
+        "GET /api/gpus": () => json([]),
+      },
+      { route: "/new?kind=sae_eval&after=7" },
+    );
     const name = await screen.findByLabelText("name");
     await waitFor(() => expect(name).toHaveValue("eval of job 7"));
     await waitFor(() =>

@@ -1,23 +1,16 @@
-import { act, screen, waitFor } from "@testing-library/react";
+import { screen, waitFor } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FakeWebSocket } from "../test/fakeWebSocket";
-import { makeGpu, makeJob, makeSaeKind, makeSample } from "../test/fixtures";
-import { json, renderPage, stubApi } from "../test/render";
-import { NewJob } from "./NewJob";
+import { makeGpu, makeJob, makeSaeKind } from "../test/fixtures";
+import { ALL_BUSY, ONE_GIB_ESTIMATE, renderNewJob } from "../test/newJobPage";
+import { json } from "../test/render";
 
 const GIB = 1024 ** 3;
 
 beforeEach(() => FakeWebSocket.reset());
 afterEach(() => vi.unstubAllGlobals());
 
-// Every device busy: a job that may queue can still be submitted, one that may not cannot.
-const ALL_BUSY = {
-  devices: [],
-  excluded: [{ node: "node-a", uuid: "G0", index: 0, reason: "held_by_job", message: "held by job 7" }],
-  enough: false,
-  message: "all busy",
-};
 const ONE_FREE = {
   devices: [{ node: "node-a", uuid: "G0", index: 0, name: "GPU", memory_free_bytes: 80 * GIB, memory_total_bytes: 80 * GIB }],
   excluded: [],
@@ -27,32 +20,17 @@ const ONE_FREE = {
 
 /** The new-job page over a stub API whose POST /api/jobs answers `create`. */
 function setup(create: () => Response = () => json(makeJob({ id: 42, status: "queued" }), 201), recommendation: object = ALL_BUSY) {
-  const api = stubApi({
-    "GET /api/kinds": () => json([makeSaeKind()]),
-    "GET /api/kinds/sae": () => json(makeSaeKind()),
-    "POST /api/estimate": () =>
-      json({
-        bytes_per_device: GIB,
-        peak_step_bytes: GIB,
-        breakdown: [],
-        method: "trace",
-        world_size: 1,
-        per_rank_batch: 4096,
-        dtype: "float32",
-        device_type: "cpu",
-      }),
-    "POST /api/gpus/recommend": () => json(recommendation),
-    "GET /api/gpus": () => json([]),
-    "POST /api/jobs": create,
-  });
-  vi.stubGlobal("fetch", api.fetchMock);
-  renderPage(<NewJob />, { path: "/new", route: "/new" });
-  act(() => {
-    const socket = FakeWebSocket.instances.find((s) => s.url.includes("/ws/telemetry"));
-    socket?.open();
-    socket?.receive({ type: "sample", samples: [makeSample(0, [makeGpu({ index: 0, uuid: "G0" })])] });
-  });
-  return api;
+  return renderNewJob(
+    {
+      "GET /api/kinds": () => json([makeSaeKind()]),
+      "GET /api/kinds/sae": () => json(makeSaeKind()),
+      "POST /api/estimate": () => json(ONE_GIB_ESTIMATE),
+      "POST /api/gpus/recommend": () => json(recommendation),
+      "GET /api/gpus": () => json([]),
+      "POST /api/jobs": create,
+    },
+    { devices: [makeGpu({ index: 0, uuid: "G0" })] },
+  );
 }
 
 /** The estimate is in and Start may be pressed (the recommendation has come). */

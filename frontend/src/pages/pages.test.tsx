@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FakeWebSocket } from "../test/fakeWebSocket";
 import { makeGpu, makeJob, makeSaeKind, makeSample } from "../test/fixtures";
 import kinds from "../test/kindSchemas.json";
+import { renderNewJob } from "../test/newJobPage";
 import { json, renderPage, stubApi } from "../test/render";
 import { Dashboard } from "./Dashboard";
 import { JobDetail } from "./JobDetail";
@@ -148,21 +149,17 @@ describe("NewJob", () => {
   };
 
   function setup(createResponse: () => Response) {
-    const api = stubApi({
-      "GET /api/kinds": () => json([makeSaeKind()]),
-      "GET /api/kinds/sae": () => json(makeSaeKind()),
-      "POST /api/estimate": () => json(estimate),
-      "POST /api/gpus/recommend": () => json(recommendation),
-      "GET /api/gpus": () => json([]),
-      "POST /api/jobs": createResponse,
-    });
-    vi.stubGlobal("fetch", api.fetchMock);
-    renderPage(<NewJob />, { path: "/new", route: "/new" });
-    act(() => {
-      telemetrySocket().open();
-      telemetrySocket().receive({ type: "sample", samples: [makeSample(0, devices)] });
-    });
-    return api;
+    return renderNewJob(
+      {
+        "GET /api/kinds": () => json([makeSaeKind()]),
+        "GET /api/kinds/sae": () => json(makeSaeKind()),
+        "POST /api/estimate": () => json(estimate),
+        "POST /api/gpus/recommend": () => json(recommendation),
+        "GET /api/gpus": () => json([]),
+        "POST /api/jobs": createResponse,
+      },
+      { devices },
+    );
   }
 
   it("shows the estimate, takes the recommendation and submits those devices", async () => {
@@ -223,18 +220,15 @@ describe("NewJob", () => {
   });
 
   it("keeps Start disabled, with the API's reason, when no devices can take the job", async () => {
-    const api = stubApi({
-      "GET /api/kinds/sae": () => json(makeSaeKind()),
-      "POST /api/estimate": () => json(estimate),
-      "POST /api/gpus/recommend": () => json({ ...recommendation, devices: [], enough: false, message: "does not fit any device" }),
-      "GET /api/gpus": () => json([]),
-    });
-    vi.stubGlobal("fetch", api.fetchMock);
-    renderPage(<NewJob />, { path: "/new", route: "/new" });
-    act(() => {
-      telemetrySocket().open();
-      telemetrySocket().receive({ type: "sample", samples: [makeSample(0, devices)] });
-    });
+    const api = renderNewJob(
+      {
+        "GET /api/kinds/sae": () => json(makeSaeKind()),
+        "POST /api/estimate": () => json(estimate),
+        "POST /api/gpus/recommend": () => json({ ...recommendation, devices: [], enough: false, message: "does not fit any device" }),
+        "GET /api/gpus": () => json([]),
+      },
+      { devices },
+    );
     expect(await screen.findByText("does not fit any device")).toBeInTheDocument();
     expect(screen.getByTestId("submit")).toBeDisabled();
     await userEvent.click(screen.getByTestId("submit"));
@@ -248,22 +242,19 @@ describe("NewJob", () => {
       devices: [recommendation.devices[0]!, { ...recommendation.devices[0]!, uuid: "G0", index: 0 }],
       message: "GPUs 1, 0 fit",
     };
-    const api = stubApi({
-      "GET /api/kinds/sae": () => json(makeSaeKind()),
-      "POST /api/estimate": () => json(estimate),
-      "POST /api/gpus/recommend": async (request) => {
-        const body = (await request.json()) as { count: number };
-        if (body.count === 1) return json(recommendation);
-        return new Promise<Response>((resolve) => (answerTwo = resolve));
+    const api = renderNewJob(
+      {
+        "GET /api/kinds/sae": () => json(makeSaeKind()),
+        "POST /api/estimate": () => json(estimate),
+        "POST /api/gpus/recommend": async (request) => {
+          const body = (await request.json()) as { count: number };
+          if (body.count === 1) return json(recommendation);
+          return new Promise<Response>((resolve) => (answerTwo = resolve));
+        },
+        "GET /api/gpus": () => json([]),
       },
-      "GET /api/gpus": () => json([]),
-    });
-    vi.stubGlobal("fetch", api.fetchMock);
-    renderPage(<NewJob />, { path: "/new", route: "/new" });
-    act(() => {
-      telemetrySocket().open();
-      telemetrySocket().receive({ type: "sample", samples: [makeSample(0, devices)] });
-    });
+      { devices },
+    );
     await screen.findByRole("button", { name: "Use recommended: GPU 1" });
     fireEvent.change(screen.getByLabelText("device count"), { target: { value: "2" } });
     await waitFor(() =>
@@ -284,14 +275,12 @@ describe("NewJob", () => {
 
   it("opens the fields only once the kind's schema and defaults are in, so they never overwrite what the user types", async () => {
     let answerKind: (r: Response) => void = () => {};
-    const api = stubApi({
+    const api = renderNewJob({
       "GET /api/kinds/sae": () => new Promise<Response>((resolve) => (answerKind = resolve)),
       "POST /api/estimate": () => json(estimate),
       "POST /api/gpus/recommend": () => json(recommendation),
       "GET /api/gpus": () => json([]),
     });
-    vi.stubGlobal("fetch", api.fetchMock);
-    renderPage(<NewJob />, { path: "/new", route: "/new" });
     await waitFor(() => expect(api.requests.some((r) => r.path === "/api/kinds/sae")).toBe(true));
     expect(screen.queryByLabelText("steps", { exact: true })).toBeNull();
     expect(api.requests.some((r) => r.path === "/api/estimate")).toBe(false);
@@ -314,17 +303,18 @@ describe("NewJob", () => {
       defaults: kinds.linreg.defaults,
       estimates_memory: false,
     };
-    const api = stubApi({
-      "GET /api/kinds": () => json([makeSaeKind(), linreg]),
-      "GET /api/kinds/sae": () => json(makeSaeKind()),
-      "GET /api/kinds/linreg": () => json(linreg),
-      "POST /api/estimate": () => json(estimate),
-      "POST /api/gpus/recommend": () => json(recommendation),
-      "GET /api/gpus": () => json([]),
-      "POST /api/jobs": () => json(makeJob({ id: 43, kind: "linreg" }), 201),
-    });
-    vi.stubGlobal("fetch", api.fetchMock);
-    renderPage(<NewJob />, { path: "/new", route: "/new?kind=linreg" });
+    const api = renderNewJob(
+      {
+        "GET /api/kinds": () => json([makeSaeKind(), linreg]),
+        "GET /api/kinds/sae": () => json(makeSaeKind()),
+        "GET /api/kinds/linreg": () => json(linreg),
+        "POST /api/estimate": () => json(estimate),
+        "POST /api/gpus/recommend": () => json(recommendation),
+        "GET /api/gpus": () => json([]),
+        "POST /api/jobs": () => json(makeJob({ id: 43, kind: "linreg" }), 201),
+      },
+      { route: "/new?kind=linreg" },
+    );
     expect(await screen.findByLabelText("checkpoint_at_end")).toBeChecked();
     expect(screen.getByLabelText("kind")).toHaveValue("linreg");
     expect(screen.queryByLabelText("d_sae")).toBeNull();

@@ -1,16 +1,15 @@
-import { act, screen, waitFor, within } from "@testing-library/react";
+import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FakeWebSocket } from "../test/fakeWebSocket";
-import { makeGpu, makeJob, makeSaeKind, makeSample } from "../test/fixtures";
+import { makeGpu, makeJob, makeSaeKind } from "../test/fixtures";
+import { ALL_BUSY, ONE_GIB_ESTIMATE, renderNewJob } from "../test/newJobPage";
 import { json, renderPage, stubApi } from "../test/render";
 import { makeSweep } from "../test/sweepFixtures";
 import { SweepMembership } from "../components/sweep/SweepMembership";
-import { NewJob } from "./NewJob";
 import { Sweep } from "./Sweep";
 import { Sweeps } from "./Sweeps";
 
-const GIB = 1024 ** 3;
 const SAE = {
   ...makeSaeKind(),
   summary_metrics: [
@@ -151,39 +150,18 @@ describe("sweeps elsewhere", () => {
 
 describe("the form's Sweep", () => {
   function form(create: () => Response) {
-    const api = stubApi({
-      "GET /api/kinds": () => json([SAE]),
-      "GET /api/kinds/sae": () => json(SAE),
-      "POST /api/estimate": () =>
-        json({
-          bytes_per_device: GIB,
-          peak_step_bytes: GIB,
-          breakdown: [],
-          method: "trace",
-          world_size: 1,
-          per_rank_batch: 4096,
-          dtype: "float32",
-          device_type: "cpu",
-        }),
-      "POST /api/gpus/recommend": () =>
-        json({
-          devices: [],
-          excluded: [{ node: "node-a", uuid: "G0", index: 0, reason: "held_by_job", message: "held by job 7" }],
-          enough: false,
-          message: "all busy",
-        }),
-      "GET /api/gpus": () => json([]),
-      "POST /api/sweeps": create,
-      "POST /api/jobs": () => json(makeJob(), 201),
-    });
-    vi.stubGlobal("fetch", api.fetchMock);
-    renderPage(<NewJob />, { path: "/new", route: "/new?sweep=1" });
-    act(() => {
-      const socket = FakeWebSocket.instances.find((s) => s.url.includes("/ws/telemetry"));
-      socket?.open();
-      socket?.receive({ type: "sample", samples: [makeSample(0, [makeGpu({ index: 0, uuid: "G0" })])] });
-    });
-    return api;
+    return renderNewJob(
+      {
+        "GET /api/kinds": () => json([SAE]),
+        "GET /api/kinds/sae": () => json(SAE),
+        "POST /api/estimate": () => json(ONE_GIB_ESTIMATE),
+        "POST /api/gpus/recommend": () => json(ALL_BUSY),
+        "GET /api/gpus": () => json([]),
+        "POST /api/sweeps": create,
+        "POST /api/jobs": () => json(makeJob(), 201),
+      },
+      { route: "/new?sweep=1", devices: [makeGpu({ index: 0, uuid: "G0" })] },
+    );
   }
 
   async function fill() {

@@ -23,7 +23,7 @@ export function renderPage(element: ReactElement, { path = "/", route = "/" }: {
   return { ...result, client };
 }
 
-type Handler = (request: Request) => Response | Promise<Response>;
+export type Handler = (request: Request) => Response | Promise<Response>;
 
 /** A fetch stub answering by "METHOD /path"; unknown routes get 404. Records every request. */
 export function stubApi(routes: Record<string, Handler>) {
