@@ -41,11 +41,8 @@ class KSparseSae(Sae):
 
     @classmethod
     def config_settings(cls, config: SaeConfig) -> dict[str, Any]:
-        return {
-            "k": config.k,
-            "aux_k_coefficient": config.aux_k_coefficient,
-            "sparse_decoder": config.sparse_kernels,
-        }
+        k, aux_k = config.k, config.aux_k_coefficient
+        return {"k": k, "aux_k_coefficient": aux_k, "sparse_decoder": config.sparse_kernels}
 
     def aux_loss(
         self,
