@@ -73,6 +73,9 @@ class Job(Base):
     # Steps a second over the current run, measured by the worker's relay once its progress
     # spans RATE_WINDOW_S (worker/relay.py); None before that, or for a kind that reports none.
     progress_rate: Mapped[float | None] = mapped_column(Float)
+    # The newest value of every metric it reported (job_events.record_metrics keeps it): its
+    # last row alone may hold only some (a stopped SAE's final report: its held-out figures).
+    latest_metrics: Mapped[dict[str, float]] = mapped_column(JSONB, server_default="{}")
     error: Mapped[str | None] = mapped_column(Text)
     cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # Its sweep's early-stopping rule asked it to stop: the cancel then ends it stopped_early.

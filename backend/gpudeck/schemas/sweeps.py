@@ -129,7 +129,9 @@ class SweepMember(BaseModel):
     status: str
     progress: Progress
     error_summary: str | None
-    metrics: dict[str, float] = Field(description="its newest metrics row")
+    metrics: dict[str, float] = Field(
+        description="its newest value of every metric it reported, whatever its end"
+    )
     started_at: datetime | None
     finished_at: datetime | None
 

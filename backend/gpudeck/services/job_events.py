@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import cast, delete, func, insert, select, update
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -55,6 +56,20 @@ def record_metrics(
             insert(JobMetric),
             [{"job_id": job_id, "step": step, "metrics": metrics} for step, metrics in rows],
         )
+        _keep_latest(session, job_id, rows)
+
+
+def _keep_latest(
+    session: Session, job_id: int, rows: Sequence[tuple[int, dict[str, float]]]
+) -> None:
+    """Each metric's newest value on the job (Job.latest_metrics), in arrival order: a report
+    may carry only some metrics (held-out figures at checkpoints; a stopped SAE's final one
+    has only those), so its newest row alone is not its newest figures."""
+    newest: dict[str, float] = {}
+    for _, metrics in rows:
+        newest |= metrics
+    merged = Job.latest_metrics.op("||")(cast(newest, JSONB))
+    session.execute(update(Job).where(Job.id == job_id).values(latest_metrics=merged))
 
 
 def record_progress(

@@ -13,7 +13,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
-from gpudeck.models import Job, JobMetric, JobStatus, Sweep
+from gpudeck.models import Job, JobStatus, Sweep
 from gpudeck.schemas.failure import failure_cause
 from gpudeck.schemas.job_runs import JobResume
 from gpudeck.schemas.jobs import JobCreate, Progress
@@ -22,6 +22,7 @@ from gpudeck.services import job_state, placement_request, queue, queue_actions
 from gpudeck.services import jobs as job_service
 from gpudeck.services import resume as resume_service
 from gpudeck.services.errors import DomainError, InvalidInput, NotFound, TooLarge
+from gpudeck.services.estimates import EstimateMemo, estimate_bytes_per_device
 from gpudeck.services.sweep_params import TooManyMembers, members, with_values
 
 
@@ -88,14 +89,15 @@ def create_sweep(
     check_inputs = job_service.inputs_due(session, job, data_dir)
     name = spec.name or f"{job.kind}-sweep"
     width = len(str(len(planned) - 1))
-    rows, readable = [], set[int]()
+    rows, readable, estimated = [], set[int](), EstimateMemo()
     for index, (chosen, config) in enumerate(planned):
         try:
             job_service.check_reads_own_job(session, job.kind, config, owner, readable)
             if check_inputs:
                 assert data_dir is not None
                 job_service.check_inputs(job.kind, config, data_dir)
-            estimate = job_service.estimate_bytes_per_device(job.kind, config, job.world_size)
+            # Once per distinct config as the estimate reads it (an lr sweep: once).
+            estimate = estimate_bytes_per_device(job.kind, config, job.world_size, estimated)
             node = placement.home_node(job, estimate)
         except InvalidInput as exc:  # it could never fit a device, ...
             raise _of_member(exc, index, chosen) from None
@@ -196,27 +198,8 @@ def resume_sweep(
     return started
 
 
-def newest_metrics(session: Session, job_ids: list[int]) -> dict[int, dict[str, float]]:
-    """Each job's newest metrics row: a member's summary figures."""
-    if not job_ids:
-        return {}
-    newest = (
-        select(JobMetric.job_id, func.max(JobMetric.step).label("step"))
-        .where(JobMetric.job_id.in_(job_ids))
-        .group_by(JobMetric.job_id)
-        .subquery()
-    )
-    rows = session.execute(
-        select(JobMetric.job_id, JobMetric.metrics).join(
-            newest, (JobMetric.job_id == newest.c.job_id) & (JobMetric.step == newest.c.step)
-        )
-    )
-    return {job_id: {k: float(v) for k, v in metrics.items()} for job_id, metrics in rows}
-
-
 def public(session: Session, sweep: Sweep) -> SweepPublic:
     jobs = member_jobs(session, sweep.id)
-    metrics = newest_metrics(session, [j.id for j in jobs])
     estimates = [j.estimate_bytes_per_device for j in jobs if j.estimate_bytes_per_device]
     return SweepPublic(
         id=sweep.id,
@@ -237,7 +220,7 @@ def public(session: Session, sweep: Sweep) -> SweepPublic:
                 status=str(j.status),
                 progress=Progress.model_validate(j.progress),
                 error_summary=failure_cause(j.error),
-                metrics=metrics.get(j.id, {}),
+                metrics=dict(j.latest_metrics),
                 started_at=j.started_at,
                 finished_at=j.finished_at,
             )

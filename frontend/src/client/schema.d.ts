@@ -2120,7 +2120,7 @@ export interface components {
             job_id: number;
             /**
              * Metrics
-             * @description its newest metrics row
+             * @description its newest value of every metric it reported, whatever its end
              */
             metrics: {
                 [key: string]: number;
