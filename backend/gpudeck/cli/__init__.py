@@ -10,6 +10,7 @@ from gpudeck.cli import (
     estimate,
     help_text,
     job_commands,
+    kinds,
     nodes,
     queue,
     sampler,
@@ -31,5 +32,6 @@ sampler.register(app)
 scheduler.register(app)
 users.register(app)
 estimate.register(app)
+kinds.register(app)
 sweeps.register(app)
 help_text.unwrap_help(app)  # last: after every command is registered

@@ -359,6 +359,13 @@ class JobKindPublic(BaseModel):
         default=None,
         description="the config field naming a job whose checkpoints or output it reads",
     )
+    api_version: int = Field(description="the kind API version the kind is written for")
+    available: bool = Field(
+        description="false: the server refused the kind (its kind API version); not submittable"
+    )
+    unavailable_reason: str | None = Field(
+        description="why the kind is unavailable: its version and what changed"
+    )
 
 
 StatusFilter = Literal[

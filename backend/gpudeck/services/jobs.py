@@ -14,7 +14,7 @@ from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session
 
 from gpudeck.core.security import Principal
-from gpudeck.engine.kinds import get_kind, registry
+from gpudeck.engine.kinds import get_kind, refused_kinds, registry
 from gpudeck.models import Allocation, Device, Job, JobStatus
 from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services import job_state, placement_request, queue
@@ -50,6 +50,9 @@ def validate_config(kind_name: str, config: dict[str, Any], world_size: int) -> 
     """The kind's own model validates the config; errors come back with their field paths."""
     kind = get_kind(kind_name)
     if kind is None:
+        refused = refused_kinds().get(kind_name)
+        if refused is not None:
+            raise InvalidInput([("kind", f"{kind_name!r} is unavailable: {refused.reason}")])
         known = ", ".join(sorted(registry()))
         raise InvalidInput([("kind", f"unknown job kind {kind_name!r}; known kinds: {known}")])
     refuse_non_finite(config, "config")

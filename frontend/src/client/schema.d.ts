@@ -544,7 +544,8 @@ export interface paths {
         };
         /**
          * List Kinds
-         * @description Registered job kinds with their config's JSON schema, defaults and charts.
+         * @description Registered job kinds with their config's JSON schema, defaults and charts; then the
+         *     kinds the server refused (their kind API version), unavailable, each with its reason.
          */
         get: operations["list_kinds_api_kinds_get"];
         put?: never;
@@ -1441,6 +1442,16 @@ export interface components {
          *     defaults), whether it can estimate memory, and how to chart its metrics.
          */
         JobKindPublic: {
+            /**
+             * Api Version
+             * @description the kind API version the kind is written for
+             */
+            api_version: number;
+            /**
+             * Available
+             * @description false: the server refused the kind (its kind API version); not submittable
+             */
+            available: boolean;
             /** Batch Size Field */
             batch_size_field: string | null;
             /** Charts */
@@ -1486,6 +1497,11 @@ export interface components {
             steps_field: string | null;
             /** Summary Metrics */
             summary_metrics: components["schemas"]["SeriesPublic"][];
+            /**
+             * Unavailable Reason
+             * @description why the kind is unavailable: its version and what changed
+             */
+            unavailable_reason: string | null;
         };
         /** JobPatch */
         JobPatch: {

@@ -123,5 +123,8 @@ export function makeSaeKind(): JobKindInfo {
       { metric: "overall_loss", label: "loss" },
       { metric: "l0", label: "L0" },
     ],
+    api_version: 2,
+    available: true,
+    unavailable_reason: null,
   };
 }

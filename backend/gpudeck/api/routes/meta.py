@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Request
 from sqlalchemy import Engine, text
 
 from gpudeck import __version__
-from gpudeck.engine.kinds import JobKind, get_kind, registry
+from gpudeck.engine.kinds import JobKind, RefusedKind, get_kind, refused_kinds, registry
 from gpudeck.schemas.jobs import ChartPublic, JobKindPublic, SeriesPublic
 from gpudeck.services.errors import UnknownKind
 
@@ -37,8 +37,10 @@ def _select_one(engine: Engine) -> None:
 
 @router.get("/kinds")
 def list_kinds() -> list[JobKindPublic]:
-    """Registered job kinds with their config's JSON schema, defaults and charts."""
-    return [kind_public(kind) for kind in registry().values()]
+    """Registered job kinds with their config's JSON schema, defaults and charts; then the
+    kinds the server refused (their kind API version), unavailable, each with its reason."""
+    offered = [kind_public(kind) for kind in registry().values()]
+    return offered + [refused_public(refused) for refused in refused_kinds().values()]
 
 
 @router.get("/kinds/{kind_name}")
@@ -46,13 +48,24 @@ def read_kind(
     kind_name: Annotated[str, Path(min_length=1, max_length=64, description="a kind's name")],
 ) -> JobKindPublic:
     kind = get_kind(kind_name)
-    if kind is None:
+    if kind is not None:
+        return kind_public(kind)
+    refused = refused_kinds().get(kind_name)
+    if refused is None:
         raise UnknownKind(kind_name, sorted(registry()))
-    return kind_public(kind)
+    return refused_public(refused)  # its old jobs' pages still chart their metrics
+
+
+def refused_public(refused: RefusedKind) -> JobKindPublic:
+    shown = kind_public(refused.kind)
+    return shown.model_copy(update={"available": False, "unavailable_reason": refused.reason})
 
 
 def kind_public(kind: JobKind) -> JobKindPublic:
     return JobKindPublic(
+        api_version=kind.api_version,
+        available=True,
+        unavailable_reason=None,
         name=kind.name,
         description=kind.description,
         config_schema=kind.config_model.model_json_schema(),
