@@ -62,5 +62,7 @@ export function useHoldReleaseCancel(target: ActionTarget) {
     pending: mutation.isPending ? mutation.variables : null,
     /** the last action's failure: which one, and the API's message */
     error: mutation.error ? { action: mutation.variables, message: mutation.error.message } : null,
+    /** the last action's answer: which one, and what the API said (a sweep's cancel: how many) */
+    done: mutation.isSuccess ? { action: mutation.variables, answer: mutation.data } : null,
   };
 }

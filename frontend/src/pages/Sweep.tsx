@@ -1,6 +1,6 @@
 import { useMemo, useState } from "react";
 import { Link, useParams } from "react-router-dom";
-import type { Sweep as SweepData } from "../client/sweepTypes";
+import type { Sweep as SweepData, SweepCancelled } from "../client/sweepTypes";
 import { ConfirmButton } from "../components/ConfirmButton";
 import { PageHeader } from "../components/PageHeader";
 import { FrontierCard, type MetricOption } from "../components/sweep/FrontierCard";
@@ -14,15 +14,23 @@ import { defaultCurves } from "../lib/sweep/axes";
 import { memberColumns, parameterPaths } from "../lib/sweep/members";
 import { CountsText } from "./Sweeps";
 
+const cancelAnswer = (answer: unknown): answer is SweepCancelled => typeof (answer as SweepCancelled | null)?.cancelled === "number";
+
 function Actions({ sweep }: { sweep: SweepData }) {
   const actions = useHoldReleaseCancel({ type: "sweep", id: sweep.id });
   const waiting = (sweep.counts["queued"] ?? 0) > 0;
   const busy = actions.pending !== null;
+  const cancelled = actions.done?.action === "cancel" && cancelAnswer(actions.done.answer) ? actions.done.answer : null;
   return (
     <>
       {actions.error && (
         <span className="field-error" role="alert">
           {actions.error.message}
+        </span>
+      )}
+      {cancelled && (
+        <span className="muted small" role="status" data-testid="cancel-result">
+          {cancelled.cancelled} waiting cancelled, {cancelled.stopping} running asked to stop after a final checkpoint
         </span>
       )}
       <button type="button" className="button small" disabled={!waiting || busy} onClick={actions.hold}>

@@ -1,8 +1,8 @@
 import { useMemo, useState } from "react";
 import { useNavigate } from "react-router-dom";
-import type { Sweep } from "../../client/sweepTypes";
+import type { Sweep, SweepMember } from "../../client/sweepTypes";
 import { defaultAxes, varyingMetrics } from "../../lib/sweep/axes";
-import { memberText } from "../../lib/sweep/members";
+import { isStopped, memberText } from "../../lib/sweep/members";
 import { betterOf, paretoFrontier, type Better } from "../../lib/sweep/pareto";
 import { tickText } from "../../lib/sweep/scale";
 import { ParetoScatter, type ScatterPoint } from "./ParetoScatter";
@@ -46,7 +46,9 @@ function AxisPicker(props: {
 
 /**
  * Any two summary metrics of the members that succeeded, the Pareto frontier drawn and its
- * members listed (linked, in frontier order); the members appear as they finish.
+ * members listed (linked, in frontier order); the members appear as they finish. Members stopped
+ * before their last step (early stopping, a cancel, the time limit) are drawn hollow at their
+ * figures when they stopped, and kept off the frontier: those are not the figures of a full run.
  */
 export function FrontierCard({ sweep, metrics }: Props) {
   const navigate = useNavigate();
@@ -61,19 +63,25 @@ export function FrontierCard({ sweep, metrics }: Props) {
   const [yBetterChoice, setYBetter] = useState<Better | null>(null);
   const xBetter = xBetterChoice ?? betterOf(xMetric);
   const yBetter = yBetterChoice ?? betterOf(yMetric);
-  const points = useMemo<ScatterPoint[]>(
-    () =>
-      sweep.members
-        .filter((m) => m.status === "succeeded" && m.metrics[xMetric] !== undefined && m.metrics[yMetric] !== undefined)
-        .map((m) => ({
-          jobId: m.job_id,
-          x: m.metrics[xMetric] as number,
-          y: m.metrics[yMetric] as number,
-          label: memberText(m),
-        })),
-    [sweep.members, xMetric, yMetric],
-  );
-  const frontier = useMemo(() => paretoFrontier(points, xBetter, yBetter), [points, xBetter, yBetter]);
+  // the members that succeeded first (the frontier is theirs), then those stopped early
+  const points = useMemo<ScatterPoint[]>(() => {
+    const placed = (m: SweepMember) => m.metrics[xMetric] !== undefined && m.metrics[yMetric] !== undefined;
+    const point = (m: SweepMember, stopped: boolean): ScatterPoint => ({
+      jobId: m.job_id,
+      x: m.metrics[xMetric] as number,
+      y: m.metrics[yMetric] as number,
+      label: stopped ? `${memberText(m)} (${m.status})` : memberText(m),
+      stopped,
+    });
+    return [
+      ...sweep.members.filter((m) => m.status === "succeeded" && placed(m)).map((m) => point(m, false)),
+      ...sweep.members.filter((m) => isStopped(m) && placed(m)).map((m) => point(m, true)),
+    ];
+  }, [sweep.members, xMetric, yMetric]);
+  const finished = useMemo(() => points.filter((p) => !p.stopped), [points]);
+  // indices into `finished`, the first points: the same indices into `points`
+  const frontier = useMemo(() => paretoFrontier(finished, xBetter, yBetter), [finished, xBetter, yBetter]);
+  const stopped = points.length - finished.length;
   const labelOf = (name: string) => metrics.find((m) => m.name === name)?.label ?? name;
   const xLabel = `${labelOf(xMetric)} (${xBetter === "min" ? "fewer" : "more"} is better)`;
   const yLabel = `${labelOf(yMetric)} (${yBetter === "min" ? "fewer" : "more"} is better)`;
@@ -107,14 +115,16 @@ export function FrontierCard({ sweep, metrics }: Props) {
         </div>
       </div>
       <p className="muted small">
-        {points.length} of {sweep.members.length} members succeeded with both figures; {frontier.length} on the frontier (no other member is
-        as good in both and better in one). Click a point to open its job.
+        {finished.length} of {sweep.members.length} members succeeded with both figures
+        {stopped > 0 && `, ${stopped} stopped before their last step (hollow: their figures at the stop, off the frontier)`};{" "}
+        {frontier.length} on the frontier (no other member that succeeded is as good in both and better in one). Click a point to open its
+        job.
       </p>
       {[xMetric, yMetric]
-        .filter((name, i, both) => points.length > 1 && !varying.has(name) && both.indexOf(name) === i)
+        .filter((name, i, both) => finished.length > 1 && !varying.has(name) && both.indexOf(name) === i)
         .map((name) => (
           <p key={name} className="small banner warn" data-testid="constant-axis">
-            {labelOf(name)} is the same for every member ({tickText((points[0] as ScatterPoint)[name === xMetric ? "x" : "y"])}): pick
+            {labelOf(name)} is the same for every member ({tickText((finished[0] as ScatterPoint)[name === xMetric ? "x" : "y"])}): pick
             another axis.
           </p>
         ))}

@@ -2,7 +2,16 @@ import { useEffect, useMemo, useRef, useState } from "react";
 import { Link } from "react-router-dom";
 import type { Sweep, SweepMember } from "../../client/sweepTypes";
 import type { JobStatus } from "../../client/types";
-import { filterByStatus, membersCsv, membersJson, paramText, sortMembers, type Column, type SortBy } from "../../lib/sweep/members";
+import {
+  filterByStatus,
+  isStopped,
+  membersCsv,
+  membersJson,
+  paramText,
+  sortMembers,
+  type Column,
+  type SortBy,
+} from "../../lib/sweep/members";
 import { tickText } from "../../lib/sweep/scale";
 import { ProgressBar } from "../ProgressBar";
 import { StatusBadge } from "../StatusBadge";
@@ -36,8 +45,10 @@ function cellText(column: Column, member: SweepMember): string {
 }
 
 function Row({ member, columns, ticked, onTick }: { member: SweepMember; columns: Column[] } & Pick<Props, "ticked" | "onTick">) {
+  // a member stopped before its last step: its figures are those at its stop
+  const stoppedAt = isStopped(member) ? `at step ${member.progress.step}, when it stopped (${member.status})` : undefined;
   return (
-    <tr data-testid="member-row" data-job-id={member.job_id} data-index={member.index}>
+    <tr data-testid="member-row" data-job-id={member.job_id} data-index={member.index} data-stopped={stoppedAt ? true : undefined}>
       <td>
         <input
           type="checkbox"
@@ -61,8 +72,14 @@ function Row({ member, columns, ticked, onTick }: { member: SweepMember; columns
               <ProgressBar value={member.progress.step} total={member.progress.total} />
             </td>
           );
+        const metric = column.key.startsWith("metric:");
         return (
-          <td key={column.key} className={column.key === "index" ? "" : "mono"} data-column={column.key}>
+          <td
+            key={column.key}
+            className={column.key === "index" ? "" : metric && stoppedAt ? "mono stopped-figure" : "mono"}
+            data-column={column.key}
+            title={metric ? stoppedAt : undefined}
+          >
             {cellText(column, member)}
           </td>
         );

@@ -1,8 +1,9 @@
 /**
  * Two summary metrics of a sweep's members on one canvas, the Pareto frontier drawn through the
  * members on it (highlighted). One canvas and one set of listeners for any number of members:
- * hovering names the nearest point, clicking it opens that member's job. Its draw time is kept
- * as data-draw-ms and as the performance measure "sweep-scatter-draw".
+ * hovering names the nearest point, clicking it opens that member's job. A member stopped before
+ * its last step is drawn hollow (a legend says so). Its draw time is kept as data-draw-ms and as
+ * the performance measure "sweep-scatter-draw".
  */
 import { useEffect, useMemo, useRef, useState } from "react";
 import { Link } from "react-router-dom";
@@ -14,6 +15,8 @@ export interface ScatterPoint {
   y: number;
   /** "#3 k=8" */
   label: string;
+  /** ended before its last step (early stopping, a cancel, its time limit): drawn hollow */
+  stopped?: boolean;
 }
 
 interface Props {
@@ -101,17 +104,26 @@ function draw(canvas: HTMLCanvasElement, f: Frame, points: ScatterPoint[], front
   ctx.clearRect(0, 0, f.width, f.height);
   const c = colors(canvas);
   drawAxes(ctx, f, c, labels);
-  // every member: one path, one fill
+  // every member that finished: one path, one fill; every one stopped early: one hollow path
+  const dots = (stopped: boolean, r: number) => {
+    ctx.beginPath();
+    for (const p of points) {
+      if (Boolean(p.stopped) !== stopped) continue;
+      const x = f.px(p.x);
+      const y = f.py(p.y);
+      ctx.moveTo(x + r, y);
+      ctx.arc(x, y, r, 0, 2 * Math.PI);
+    }
+  };
   ctx.fillStyle = c.muted;
+  ctx.strokeStyle = c.muted;
   ctx.globalAlpha = 0.55;
-  ctx.beginPath();
-  for (const p of points) {
-    const x = f.px(p.x);
-    const y = f.py(p.y);
-    ctx.moveTo(x + 3, y);
-    ctx.arc(x, y, 3, 0, 2 * Math.PI);
-  }
+  dots(false, 3);
   ctx.fill();
+  ctx.globalAlpha = 0.9;
+  ctx.lineWidth = 1.5;
+  dots(true, 3.5);
+  ctx.stroke();
   ctx.globalAlpha = 1;
   // the frontier: a line through its members, each ringed
   ctx.strokeStyle = c.accent;
@@ -177,15 +189,17 @@ export function ParetoScatter({ points, frontier, xLabel, yLabel, onOpen, descri
     return nearest(frame, points, event.clientX - box.left, event.clientY - box.top);
   };
   const hovered = hover !== null ? points[hover] : undefined;
+  const stopped = points.filter((p) => p.stopped).length;
   return (
     <div ref={host} className="scatter" data-testid="sweep-scatter">
       <canvas
         ref={canvas}
         role="img"
-        aria-label={`${yLabel} against ${xLabel}: ${points.length} members, ${frontier.length} on the Pareto frontier`}
+        aria-label={`${yLabel} against ${xLabel}: ${points.length} members (${stopped} stopped early), ${frontier.length} on the Pareto frontier`}
         style={{ width: frame.width, height: frame.height, cursor: hovered ? "pointer" : "default" }}
         data-points={points.length}
         data-frontier={frontier.length}
+        data-stopped={stopped}
         onMouseMove={(e) => setHover(at(e))}
         onMouseLeave={() => setHover(null)}
         onClick={(e) => {
@@ -197,6 +211,12 @@ export function ParetoScatter({ points, frontier, xLabel, yLabel, onOpen, descri
         <div className="scatter-tip small" style={{ left: frame.px(hovered.x) + 10, top: frame.py(hovered.y) - 10 }}>
           {hovered.label} · {tickText(hovered.x)}, {tickText(hovered.y)}
         </div>
+      )}
+      {stopped > 0 && (
+        <p className="scatter-legend small muted" data-testid="scatter-legend">
+          <span className="dot" aria-hidden="true" /> succeeded <span className="dot hollow" aria-hidden="true" /> stopped before its last
+          step (early stopping, a cancel, its time limit): its figures at the stop, off the frontier
+        </p>
       )}
       {frontier.length > 0 && (
         // the frontier's members as links, in frontier order, with their points' pixels on the canvas

@@ -59,6 +59,13 @@ export function sortMembers(members: readonly SweepMember[], columns: Column[], 
   return keyed.map((k) => k.member);
 }
 
+/** Ended before its last step, with a final checkpoint: its figures are those at its stop. */
+const STOPPED: ReadonlySet<string> = new Set(["stopped_early", "cancelled", "timeout"]);
+
+export function isStopped(member: Pick<SweepMember, "status">): boolean {
+  return STOPPED.has(member.status);
+}
+
 /** The members whose status is ticked; an empty set keeps them all. */
 export function filterByStatus(members: readonly SweepMember[], statuses: ReadonlySet<string>): SweepMember[] {
   return statuses.size === 0 ? [...members] : members.filter((m) => statuses.has(m.status));
