@@ -136,13 +136,18 @@ class SweepMember(BaseModel):
     finished_at: datetime | None
 
 
-class SweepPublic(BaseModel):
+class SweepHeader(BaseModel):
+    """What every view of a sweep starts with: a row of the list and the sweep's page."""
+
     id: int
     name: str
     owner: str
     kind: str
     max_parallel: int | None
     created_at: datetime
+
+
+class SweepPublic(SweepHeader):
     spec: dict[str, Any] = Field(description="the request as accepted")
     counts: dict[str, int] = Field(description="members by status")
     largest_estimate_bytes: int | None = Field(description="the largest member's per device")
@@ -159,11 +164,5 @@ class SweepCancelled(SweepPublic):
     )
 
 
-class SweepSummary(BaseModel):
-    id: int
-    name: str
-    owner: str
-    kind: str
-    max_parallel: int | None
-    created_at: datetime
+class SweepSummary(SweepHeader):
     counts: dict[str, int]

@@ -17,7 +17,13 @@ from gpudeck.models import Job, JobStatus, Sweep
 from gpudeck.schemas.failure import failure_cause
 from gpudeck.schemas.job_runs import JobResume
 from gpudeck.schemas.jobs import JobCreate, Progress
-from gpudeck.schemas.sweeps import SweepCreate, SweepMember, SweepPublic
+from gpudeck.schemas.sweeps import (
+    SweepCreate,
+    SweepHeader,
+    SweepMember,
+    SweepPublic,
+    SweepSummary,
+)
 from gpudeck.services import job_state, placement_request, queue, queue_actions
 from gpudeck.services import jobs as job_service
 from gpudeck.services import resume as resume_service
@@ -198,16 +204,16 @@ def resume_sweep(
     return started
 
 
+def _header(sweep: Sweep) -> dict[str, Any]:
+    """The sweep's SweepHeader fields, for any view of it."""
+    return {name: getattr(sweep, name) for name in SweepHeader.model_fields}
+
+
 def public(session: Session, sweep: Sweep) -> SweepPublic:
     jobs = member_jobs(session, sweep.id)
     estimates = [j.estimate_bytes_per_device for j in jobs if j.estimate_bytes_per_device]
     return SweepPublic(
-        id=sweep.id,
-        name=sweep.name,
-        owner=sweep.owner,
-        kind=sweep.kind,
-        max_parallel=sweep.max_parallel,
-        created_at=sweep.created_at,
+        **_header(sweep),
         spec=sweep.spec,
         counts=dict(Counter(str(j.status) for j in jobs)),
         largest_estimate_bytes=max(estimates) if estimates else None,
@@ -250,7 +256,8 @@ def set_sweep_held(session: Session, sweep_id: int, held: bool) -> list[int]:
     return acted
 
 
-def list_sweeps(session: Session, limit: int = 50) -> list[tuple[Sweep, dict[str, int]]]:
+def list_sweeps(session: Session, limit: int = 50) -> list[SweepSummary]:
+    """The newest sweeps, each with its members counted by status (a member's newest job)."""
     sweeps = list(session.scalars(select(Sweep).order_by(Sweep.id.desc()).limit(limit)))
     ids = [s.id for s in sweeps]
     counts: dict[int, Counter[str]] = {i: Counter() for i in ids}
@@ -270,4 +277,4 @@ def list_sweeps(session: Session, limit: int = 50) -> list[tuple[Sweep, dict[str
         for sweep_id, status, n in rows:
             if sweep_id is not None:
                 counts[sweep_id][str(status)] = n
-    return [(s, dict(counts[s.id])) for s in sweeps]
+    return [SweepSummary(**_header(s), counts=dict(counts[s.id])) for s in sweeps]

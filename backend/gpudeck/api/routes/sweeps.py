@@ -53,18 +53,7 @@ def create_sweep(
 def list_sweeps(
     session: SessionDep, limit: Annotated[int, Query(ge=1, le=500)] = 50
 ) -> list[SweepSummary]:
-    return [
-        SweepSummary(
-            id=s.id,
-            name=s.name,
-            owner=s.owner,
-            kind=s.kind,
-            max_parallel=s.max_parallel,
-            created_at=s.created_at,
-            counts=counts,
-        )
-        for s, counts in sweeps.list_sweeps(session, limit)
-    ]
+    return sweeps.list_sweeps(session, limit)
 
 
 @router.get("/{sweep_id}", responses=NOT_FOUND)
