@@ -14,6 +14,7 @@ and the last good one stays the newest.
 from __future__ import annotations
 
 import inspect
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,13 @@ from gpudeck.kinds.sae.data import (
     activation_stats,
     open_source,
 )
-from gpudeck.kinds.sae.heldout import evaluate, feature_recovery, split_heldout
+from gpudeck.kinds.sae.heldout import (
+    chunk_rows,
+    evaluate,
+    feature_recovery,
+    rank_share,
+    split_heldout,
+)
 from gpudeck.kinds.sae.metrics import DeadLatents, MetricsTracker
 from gpudeck.kinds.sae.model import Sae, SaeOutput, train_step
 
@@ -76,7 +83,7 @@ class _Run:
     first_bad: torch.Tensor  # see NO_BAD_STEP
     # Per-latent firing counts on this rank since the last checkpoint (sparsity.safetensors).
     fire_counts: torch.Tensor
-    # Rows kept out of training, raw, on the CPU; rank 0 only (heldout.evaluate).
+    # This rank's share of the rows kept out of training, raw, on the CPU (heldout.evaluate).
     heldout_rows: torch.Tensor | None
 
 
@@ -256,8 +263,8 @@ def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
         tracker.restore(ckpt.state_tensors)
     features = full_source.features if isinstance(full_source, SyntheticSource) else None
     heldout_rows = None
-    if heldout is not None and ctx.is_main:
-        heldout_rows = heldout.rows(torch.arange(len(heldout)))
+    if heldout is not None:
+        heldout_rows = rank_share(heldout, ctx.rank, ctx.world_size)
     first_bad = torch.tensor(NO_BAD_STEP, dtype=torch.int64, device=ctx.device)
     dead = None
     if config.architecture in ("topk", "batchtopk"):
@@ -304,17 +311,15 @@ def lr_scheduler(
     return torch.optim.lr_scheduler.LambdaLR(optimizer, config.lr_factor, last_epoch=step - 1)
 
 
-def _report(
-    ctx: TrainContext, run: _Run, batch: torch.Tensor, output: SaeOutput, *, heldout: bool
-) -> None:
-    """The training batch's metrics (every rank: a collective); with `heldout` (at a
-    checkpoint) rank 0 adds the held-out rows' figures to the same report."""
-    metrics = run.metrics.compute(run.step, batch, output, run.config.coefficient_name)
+def _report(ctx: TrainContext, run: _Run, metrics: dict[str, float], *, heldout: bool) -> None:
+    """Rank 0 reports the training batch's `metrics` (MetricsTracker.compute, a collective
+    every rank made); with `heldout` (at a checkpoint, a collective too) the held-out rows'
+    figures join them."""
+    if heldout:
+        metrics |= _heldout_metrics(ctx, run)
     if ctx.is_main:
         if run.true_features is not None:
             metrics |= feature_recovery(run.true_features, run.model.W_dec)
-        if heldout:
-            metrics |= _heldout_metrics(ctx, run)
         ctx.report(run.step, metrics)
         ctx.progress(run.step, run.config.steps)
 
@@ -322,8 +327,12 @@ def _report(
 def _heldout_metrics(ctx: TrainContext, run: _Run) -> dict[str, float]:
     if run.heldout_rows is None:
         return {}
-    chunk = max(1, run.loader.local_batch // 4)  # inside a training step's peak (heldout.py)
-    return evaluate(run.model, run.heldout_rows, scale=run.scale, chunk=chunk, device=ctx.device)
+    start = time.perf_counter()
+    chunk = chunk_rows(run.model, run.loader.local_batch, step=run.step)
+    figures = evaluate(run.model, run.heldout_rows, scale=run.scale, chunk=chunk, device=ctx.device)
+    # What the pass cost (its figures synced the device): a small share of a checkpoint
+    # interval (docs/benchmarks.md).
+    return figures | {"heldout_eval_s": time.perf_counter() - start}
 
 
 def set_topk_warm_up(model: Sae, config: SaeConfig, step: int) -> None:
@@ -357,10 +366,9 @@ def _one_step(run: _Run, device: torch.device) -> tuple[torch.Tensor, SaeOutput]
     threshold = run.model.firing_threshold()
     if threshold is not None:
         counts = output.latents.fire_counts(run.config.d_sae, above=threshold)
-    fired = counts > 0
-    run.metrics.observe(run.step, fired)
+    run.metrics.observe(run.step, counts > 0)
     if run.dead is not None:
-        run.dead.observe(fired, counts)
+        run.dead.observe(counts)  # the statistics' one collective a step
     _watch_loss(run, output.loss.detach())
     return batch, output
 
@@ -400,16 +408,22 @@ def train(ctx: TrainContext, config: SaeConfig) -> None:
             last = run.step == config.steps
             report_due = run.step % config.metrics_interval == 0 or last
             save_due = run.step % config.checkpoint_interval == 0 or last
+            metrics = None
             if report_due or save_due:
                 _check_finite(ctx, run, weights=save_due)
+                metrics = run.metrics.compute(run.step, batch, output, config.coefficient_name)
+            # Free the step's tensors before the held-out pass (heldout.chunk_rows counts on
+            # it) and the next step's forward.
+            del batch, output
+            if metrics is not None:
                 # Every checkpoint gets a report, with the held-out figures of its weights.
-                _report(ctx, run, batch, output, heldout=save_due)
+                _report(ctx, run, metrics, heldout=save_due)
             if save_due:
                 _save(ctx, run)
-            del batch, output  # free activations before the next step's forward
         _check_finite(ctx, run, weights=True)
         if run.step > run.last_saved:  # a cancel: keep what was trained
-            if ctx.is_main and (figures := _heldout_metrics(ctx, run)):
+            figures = _heldout_metrics(ctx, run)  # every rank: a collective
+            if ctx.is_main and figures:
                 ctx.report(run.step, figures)
             _save(ctx, run)
         ctx.report_peak_memory(run.step)

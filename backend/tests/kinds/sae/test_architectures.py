@@ -149,12 +149,12 @@ def test_dead_by_frequency_marks_latents_that_fire_rarely() -> None:
     dead = DeadLatents(3, window=10, device=cpu, min_frequency=0.01, global_batch=1000)
     counts = torch.tensor([500.0, 1.0, 0.0], dtype=torch.float64)
     for _ in range(5):
-        dead.observe(counts > 0, counts)
+        dead.observe(counts)
     mask = dead.mask()
     assert mask is not None and mask.tolist() == [False, True, True]
     window_only = DeadLatents(3, window=10, device=cpu)
     for _ in range(5):
-        window_only.observe(counts > 0, counts)
+        window_only.observe(counts)
     assert window_only.mask() is None  # nothing is dead after 5 of a 10-step window
 
 
@@ -172,7 +172,7 @@ def _dead_after_training(aux_k_coefficient: float) -> int:
     for step in range(300):
         x = 4 * source.rows(torch.arange(step * 64, (step + 1) * 64))
         output = train_step(model, optimizer, x, coefficient=0.0, dead_mask=dead.mask())
-        dead.observe(output.latents.fired(config.d_sae))
+        dead.observe(output.latents.fire_counts(config.d_sae))
     held_out = 4 * source.rows(torch.arange(10**5, 10**5 + 4096))
     with torch.no_grad():
         fires = (model.encode(held_out) > 0).any(dim=0)

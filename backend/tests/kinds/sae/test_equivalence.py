@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import ddp_steps
 import numpy as np
 import pytest
 import torch
-import torch.multiprocessing as torch_mp
 from cuda_cases import device_for
-from rankrunner import make_spec, run_ranks, tiny_config
+from rank_processes import run_in_processes
+from rankrunner import make_spec, read_events, run_ranks, tiny_config
 
 from gpudeck.engine.checkpoint import latest_checkpoint
-from gpudeck.engine.launch import free_port
 from gpudeck.kinds.sae.checkpoint import load as load_checkpoint
-
-RANKS_TIMEOUT_S = 120
 
 
 def _final_weights(tmp: Path, config: dict, world: int, **kw: object) -> dict[str, torch.Tensor]:
@@ -97,7 +92,7 @@ def test_ddp_steps_match_one_process_on_the_full_batch(tmp_path: Path, backend: 
     on its share of every batch, ends where one process without DDP ends on whole batches."""
     device = device_for("cuda" if backend == "nccl" else "cpu")
     world = torch.cuda.device_count() if backend == "nccl" else 2
-    _run_in_processes(ddp_steps.rank_main, backend, world, tmp_path)
+    run_in_processes(ddp_steps.rank_main, backend, world, tmp_path)
     for architecture in ddp_steps.ARCHITECTURES:
         want = ddp_steps.train(ddp_steps.config(architecture), device)
         for rank in range(world):
@@ -105,16 +100,35 @@ def test_ddp_steps_match_one_process_on_the_full_batch(tmp_path: Path, backend: 
             assert _max_diff(got, want) <= 1e-5, (architecture, rank)
 
 
-def _run_in_processes(fn: Callable[..., None], backend: str, world: int, out_dir: Path) -> None:
-    """fn(rank, backend, world, port, out_dir) in `world` new processes; a rank that
-    raises fails the test with its traceback, one that hangs (a collective) after a timeout."""
-    args = (backend, world, free_port(), str(out_dir))
-    context = torch_mp.start_processes(
-        fn, args=args, nprocs=world, join=False, start_method="forkserver"
+@pytest.mark.parametrize("architecture", ["topk", "batchtopk"])
+def test_two_ranks_keep_one_ranks_dead_latents_and_held_out_figures(
+    tmp_path: Path, architecture: str
+) -> None:
+    """AuxK's dead set comes from one collective a step (metrics.DeadLatents), the held-out
+    figures from each rank's share of the rows summed (heldout.evaluate): two ranks on half
+    batches keep the dead latents, weights and figures of one rank on whole batches."""
+    config = tiny_config(
+        architecture=architecture,
+        k=2,
+        d_sae=256,
+        steps=40,
+        metrics_interval=10,
+        dead_window_steps=5,
+        dead_min_frequency=0.02,
+        topk_warm_up_steps=0,
     )
-    deadline = time.monotonic() + RANKS_TIMEOUT_S
-    while not context.join(timeout=max(0.0, deadline - time.monotonic())):
-        if time.monotonic() >= deadline:
-            for process in context.processes:
-                process.kill()
-            pytest.fail(f"{backend} ranks did not finish in {RANKS_TIMEOUT_S} s")
+    runs = {}
+    for world in (1, 2):
+        spec = make_spec(tmp_path / str(world), config, job_id=world)
+        assert run_ranks(spec, world) == [0] * world
+        path = latest_checkpoint(spec.checkpoint_dir)
+        assert path is not None and path.name == "step_40"
+        runs[world] = (load_checkpoint(path), read_events(spec, "metrics"))
+    (one, one_reports), (two, two_reports) = runs[1], runs[2]
+    assert any(r["data"]["metrics"]["auxk_loss"] > 0 for r in one_reports)  # AuxK took part
+    assert _max_diff(one.weights, two.weights) <= 1e-5
+    for name in ("dead.steps_since_fired", "dead.frequency"):
+        assert torch.equal(one.state_tensors[name], two.state_tensors[name]), name
+    for figure in ("heldout_dead_pct", "heldout_l0", "heldout_explained_variance"):
+        want = one_reports[-1]["data"]["metrics"][figure]
+        assert two_reports[-1]["data"]["metrics"][figure] == pytest.approx(want, rel=1e-5)
