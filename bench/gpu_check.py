@@ -27,6 +27,7 @@ import tempfile
 import time
 from dataclasses import asdict
 from datetime import date
+from importlib.metadata import version
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backend"))
@@ -49,11 +50,10 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks-gpu.md"
 
 def detect(dry_run: bool) -> Machine | str:
     """This machine's GPUs, or why there are none."""
-    import torch
-
-    if dry_run:
-        return Machine(2, "simulated (dry run, CPU)", "-", "-", torch.__version__)
+    if dry_run:  # torch's version without importing it here: each section imports its own
+        return Machine(2, "simulated (dry run, CPU)", "-", "-", version("torch"))
     import pynvml
+    import torch
 
     try:
         pynvml.nvmlInit()
