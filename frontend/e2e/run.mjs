@@ -41,6 +41,12 @@ async function shot(page, name) {
   await page.screenshot({ path: join(shotsDir, name), fullPage: false });
 }
 
+/** Lets charts settle before a screenshot for the README (E2E_SCREENSHOTS=1); a test run's
+ *  screenshots are for looking into a failure, and waiting for them asserted nothing. */
+async function settleForShot(page, ms) {
+  if (process.env.E2E_SCREENSHOTS === "1") await page.waitForTimeout(ms);
+}
+
 /** Every card's readings as one string: changes when any number on the board changes. */
 function boardReadings(page) {
   return page.$$eval('[data-testid="gpu-card"]', (cards) =>
@@ -286,13 +292,13 @@ async function main() {
         timeoutMs: 20000,
         what: "the job's rank in a device's process list",
       });
-      await page.waitForTimeout(3000);
+      await settleForShot(page, 3000);
       await shot(page, "dashboard.png");
       // the queue page, where the build has one (the scheduler's)
       const queueLink = page.getByRole("link", { name: "Queue", exact: true });
       if ((await queueLink.count()) > 0) {
         await queueLink.click();
-        await page.waitForTimeout(2000);
+        await settleForShot(page, 2000);
         await shot(page, "queue.png");
       }
       await page.goto(url(`/jobs/${longJobId}`));
