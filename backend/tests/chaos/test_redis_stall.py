@@ -1,4 +1,4 @@
-"""A stalled Redis (SIGSTOP for 40 s: a hang, not a crash) never hangs the API.
+"""A stalled Redis (SIGSTOP for 20 s: a hang, not a crash) never hangs the API.
 
 45 clients submit at once while it is stalled, and a probe reads GET /api/jobs (which needs no
 Redis) and /api/health the whole time. Before: every submit waited out the stall (the broker
@@ -6,8 +6,13 @@ send had no socket timeout, redis-py retried each timed-out read), they held eve
 thread, and GET /api/jobs timed out at 20 s. Now each submit is answered within 3 s (accepted,
 its dispatch left to the outbox, or 503), the other routes answer as usual, and once Redis is
 back the accepted jobs run: those placed at submit through the outbox, the first of those left
-waiting through the scheduler's pass; the rest are then cancelled, none of them lost (running
-all 45 one after another cost CI two minutes and proved nothing more)."""
+waiting through the scheduler's pass; the rest, still waiting, are cancelled, none of them lost
+(running all 45 one after another cost CI two minutes and proved nothing more).
+
+20 s: the burst is answered within its first 3 s, and the rest is the API's steady state under
+a stall (the breaker's probe once a second, requests failing at once); the old behaviour (each
+submit waiting out the stall) would still miss the 3 s bound by 15 s. The 40 s it stalled for
+before repeated that steady state 20 more times."""
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ import httpx
 from chaos_helpers import TERMINAL, wait_job
 from run_harness import GpudeckRun
 
-STALL_S = 40.0
+STALL_S = 20.0
 SUBMITS = 45
 TINY = {"d_in": 8, "d_sae": 16, "batch_size": 8, "steps": 2, "checkpoint_interval": 1000}
 BODY = {"kind": "sae", "config": TINY, "count": 1}
@@ -35,7 +40,7 @@ def _timed(client: httpx.Client, method: str, path: str, **kwargs: object) -> tu
     return time.monotonic() - started, status
 
 
-def test_45_submits_through_a_40_s_redis_stall_are_answered_and_run(
+def test_45_submits_through_a_20_s_redis_stall_are_answered_and_run(
     gpudeck: GpudeckRun, client: httpx.Client, log_on_failure: None
 ) -> None:
     first = client.post("/api/jobs", json=BODY)  # warm: the first submit traces the estimate
@@ -92,9 +97,11 @@ def test_45_submits_through_a_40_s_redis_stall_are_answered_and_run(
     placed = sorted(s[2] for s in submits if s[2] is not None and s[3])
     waiting = [job_id for job_id in accepted if job_id not in placed]
     assert placed and waiting, (placed, waiting)  # both paths are exercised
-    for job_id in [*placed, waiting[0]]:  # through the outbox; through the scheduler's pass
-        assert wait_job(client, job_id, TERMINAL, timeout_s=120)["status"] == "succeeded"
+    run = [*placed, waiting[0]]  # through the outbox; through the scheduler's pass
     for job_id in accepted:
-        client.post(f"/api/jobs/{job_id}/cancel")  # 409 for one that has ended: fine
+        if job_id not in run:  # cancelled while they wait: none starts only to be stopped
+            client.post(f"/api/jobs/{job_id}/cancel")  # 409 for one that has ended: fine
+    for job_id in run:
+        assert wait_job(client, job_id, TERMINAL, timeout_s=120)["status"] == "succeeded"
     ended = [wait_job(client, job_id, TERMINAL, timeout_s=60)["status"] for job_id in accepted]
     assert set(ended) <= {"succeeded", "cancelled"}, ended
