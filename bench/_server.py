@@ -41,6 +41,10 @@ class BenchServer:
     database_url: str
     redis_url: str
     env: dict[str, str] = field(default_factory=dict)  # the api's: a worker beside it shares it
+    # Seconds from the api's start to health's first answer (503 while its estimator warms)
+    # and to its 200.
+    answered_s: float = 0.0
+    ready_s: float = 0.0
 
     @property
     def headers(self) -> dict[str, str]:
@@ -122,8 +126,8 @@ def bench_server(
         )
         url = f"http://127.0.0.1:{port}"
         try:
-            _wait_healthy(url, process)
-            yield BenchServer(url, token, database_url, redis_url, env)
+            answered_s, ready_s = _wait_healthy(url, process)
+            yield BenchServer(url, token, database_url, redis_url, env, answered_s, ready_s)
         finally:
             process.terminate()
             process.wait(timeout=30)
@@ -131,18 +135,40 @@ def bench_server(
         embedded.stop()
 
 
-def _wait_healthy(url: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
+def _wait_healthy(url: str, process: subprocess.Popen[bytes]) -> tuple[float, float]:
+    """(seconds to health's first answer, to its 200), polling every 0.1 s: 60 s for an
+    answer, then as long as the API warms up (503 `warming`; a minute at load 20), at most
+    10 minutes more."""
+    started = time.monotonic()
+    deadline, answered = started + 60, None
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError("gpudeck api exited")
         try:
-            if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
-                return
+            status = httpx.get(f"{url}/api/health", timeout=1).status_code
+            if answered is None:
+                answered = time.monotonic() - started
+                deadline += 600
+            if status == 200:
+                return answered, time.monotonic() - started
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
     raise RuntimeError("gpudeck api did not become healthy")
+
+
+@contextmanager
+def bench_sampler(server: BenchServer) -> Iterator[subprocess.Popen[bytes]]:
+    """A real `gpudeck sampler` for the node: without its reports the node is offline after
+    90 s and no job can be placed on it (a bench that runs longer needs one)."""
+    sampler = subprocess.Popen(
+        [sys.executable, "-m", "gpudeck", "sampler"], env=server.env, start_new_session=True
+    )
+    try:
+        yield sampler
+    finally:
+        os.killpg(sampler.pid, signal.SIGTERM)
+        sampler.wait(30)
 
 
 @contextmanager

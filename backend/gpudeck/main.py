@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
+import redis
 from fastapi import FastAPI
+from sqlalchemy.orm import Session, configure_mappers
 
 from gpudeck import __version__
 from gpudeck.api.body_limit import BodyLimitMiddleware
@@ -25,17 +28,39 @@ from gpudeck.core.db import API_TIMEOUTS, make_engine, make_sessionmaker
 from gpudeck.core.heap import freeze_startup_objects
 from gpudeck.core.redis import API_TIMEOUT_S, Breaker, async_client, pinger, sync_client
 from gpudeck.engine.kinds import registry
-from gpudeck.services.jobs import estimate_bytes_per_device
+from gpudeck.services import warm_up as warm_up_service
+from gpudeck.services.estimates import estimate_bytes_per_device
 
 log = logging.getLogger(__name__)
 # Worker threads for sync endpoints, and the database pool's size to match (see lifespan).
 API_THREADS = 8
 
 
-def warm_estimator(*, freeze_heap: bool = False) -> None:
-    """Estimate each kind's default config once, so the first form is answered at once.
-    `freeze_heap`: then keep everything alive (PyTorch, imported by now, included) out of
-    garbage collection (core/heap.py)."""
+def warm_up(app: FastAPI, *, freeze_heap: bool = False, requests: bool = False) -> None:
+    """Pay before the process says ready (app.state.warm) what its first requests would each
+    pay once: the memory estimate (torch's import and a trace: seconds) and each kind's code;
+    with `requests`, also the routes' set-up (FastAPI builds each included route's
+    dependencies on its first match; building the OpenAPI schema does it for all), the ORM's,
+    the statements of the token lookup and the submit path's reads, and the first Redis
+    connection. Failed or not, it ends ready. `freeze_heap`: then keep everything alive
+    (PyTorch included) out of garbage collection (core/heap.py)."""
+    started = time.monotonic()
+    try:
+        warm_estimator()
+        warm_up_service.import_kind_code()
+        if requests:
+            app.openapi()
+            warm_database(app.state.sessionmaker, app.state.settings)
+            warm_redis(app.state.redis)
+        if freeze_heap:
+            freeze_startup_objects()
+    finally:
+        app.state.warm.set()
+        log.info("warm in %.1f s", time.monotonic() - started)
+
+
+def warm_estimator() -> None:
+    """Estimate each kind's default config once, so the first submit and form answer at once."""
     for kind in registry().values():
         if not kind.warm_estimate:
             continue
@@ -43,20 +68,45 @@ def warm_estimator(*, freeze_heap: bool = False) -> None:
             estimate_bytes_per_device(kind.name, kind.config_model().model_dump(), 1)
         except Exception:  # a warm-up is an optimisation: never let it take the API down
             log.exception("warming the memory estimate of kind %r failed", kind.name)
-    if freeze_heap:
-        freeze_startup_objects()
 
 
-def create_server_app() -> FastAPI:
+def warm_database(sessionmaker: Callable[[], Session], settings: Settings) -> None:
+    """The ORM's one-time configuration, then statements compiled into the engine's cache by
+    running them (services/warm_up.py), in a transaction rolled back."""
+    try:
+        configure_mappers()
+        with sessionmaker() as session:
+            warm_up_service.token_path(session)
+            warm_up_service.read_submit_path(session, settings.fair_share_half_life_s)
+            session.rollback()
+    except Exception:  # the database may be down: health and requests will say so
+        log.exception("warming the database path failed")
+
+
+def warm_redis(client: redis.Redis) -> None:
+    """The API client's first connection (redis-py sends its library version, read from the
+    package's metadata, on each new one): every submit reads the queue summary through it."""
+    try:
+        client.ping()
+    except redis.RedisError:  # down or stalled: the breaker and the outbox deal with it
+        log.warning("warming the Redis connection failed")
+
+
+def create_server_app(settings: Settings | None = None) -> FastAPI:
     """The app of a `gpudeck api` process (uvicorn's factory with --workers): as create_app,
     and its start-up heap, PyTorch's included, is kept out of garbage collection once warm
-    (one submit 1.3 ms of CPU less at 200 clients; bench/scheduler.py submit)."""
-    return create_app(freeze_heap=True)
+    (one submit 1.3 ms of CPU less at 200 clients; bench/scheduler.py submit). It is ready,
+    /api/health 200, once warm (warm_up): until then health answers 503 `warming`, so that a
+    submit right after health does not wait for torch's import (bench/first_submit.py)."""
+    return create_app(settings, freeze_heap=True, ready_when_warm=True)
 
 
-def create_app(settings: Settings | None = None, *, freeze_heap: bool = False) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, freeze_heap: bool = False, ready_when_warm: bool = False
+) -> FastAPI:
     """`freeze_heap` is for a process that serves this one app until it exits (see
-    create_server_app); tests build and drop apps, and must not freeze them."""
+    create_server_app); tests build and drop apps, and must not freeze them. With
+    `ready_when_warm`, /api/health says `warming` (503) until warm_up is done."""
     settings = settings or get_settings()
     check_bind(settings)
 
@@ -96,10 +146,15 @@ def create_app(settings: Settings | None = None, *, freeze_heap: bool = False) -
         await hub.start()
         # Importing torch and tracing the first estimate takes seconds; do it now, off the
         # event loop, rather than in the first user's POST /api/jobs.
+        app.state.warm = threading.Event()
+        if not ready_when_warm:
+            app.state.warm.set()  # health does not wait for it (tests' apps)
         threading.Thread(
-            target=warm_estimator,
-            kwargs={"freeze_heap": freeze_heap},
-            name="warm-estimator",
+            target=warm_up,
+            args=(app,),
+            # Tests' apps warm no request path: its statements would run beside the test's.
+            kwargs={"freeze_heap": freeze_heap, "requests": ready_when_warm},
+            name="warm-up",
             daemon=True,
         ).start()
         try:

@@ -20,7 +20,7 @@ def api(
     """Serve the REST API, WebSockets and dashboard (needs configured database and Redis URLs)."""
     import uvicorn
 
-    from gpudeck.main import create_app
+    from gpudeck.main import create_server_app
 
     settings = load_service_settings("api")
 
@@ -28,7 +28,7 @@ def api(
     if workers > 1:
         app: Any = "gpudeck.main:create_server_app"
     else:
-        app = create_app(settings, freeze_heap=True)
+        app = create_server_app(settings)
     uvicorn.run(
         app,
         factory=workers > 1,

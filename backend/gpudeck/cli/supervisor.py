@@ -79,14 +79,18 @@ def _store_parts(services: EmbeddedServices) -> list[Part]:
 
 
 def _wait_healthy(url: str, parts: list[Supervised], timeout_s: float) -> bool:
+    """Until the API serves: /api/health 200, or 503 `warming` (it is up, importing torch and
+    tracing its first estimate, main.warm_up, before it says ready). A person opening the
+    address needs no more, and warming takes seconds more beside the worker's own start."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if any(s.part.exit_status() is not None for s in parts):
             return False
         try:
-            if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
+            answer = httpx.get(f"{url}/api/health", timeout=1)
+            if answer.status_code == 200 or answer.json().get("status") == "warming":
                 return True
-        except httpx.HTTPError:
+        except (httpx.HTTPError, ValueError):
             pass
         time.sleep(0.1)
     return False

@@ -151,7 +151,7 @@ def authenticate(session: Session, secret: str) -> Principal | None:
     if record.expires_at is not None and record.expires_at <= now:
         return None
     if record.last_used_at is None or now - record.last_used_at > LAST_USED_RESOLUTION:
-        session.execute(update(ApiToken).where(ApiToken.id == record.id).values(last_used_at=now))
+        record_use(session, record.id, now)
     role: Role = "admin" if record.role == "admin" else "user"
     return Principal(
         name=record.name,
@@ -160,6 +160,11 @@ def authenticate(session: Session, secret: str) -> Principal | None:
         token_id=record.id,
         run_code=record.run_code,
     )
+
+
+def record_use(session: Session, token_id: int, when: datetime) -> None:
+    """A token's last use (authenticate writes it at most once a LAST_USED_RESOLUTION)."""
+    session.execute(update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=when))
 
 
 def ensure_first_admin(session: Session, name: str = "admin") -> IssuedToken | None:

@@ -4,7 +4,7 @@ from typing import Annotated
 
 import anyio
 import anyio.to_thread
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Request, Response
 from sqlalchemy import Engine, text
 
 from gpudeck import __version__
@@ -22,12 +22,19 @@ _health_limiter: anyio.CapacityLimiter | None = None
 
 
 @router.get("/health")
-async def health(request: Request) -> dict[str, str]:
+async def health(request: Request, response: Response) -> dict[str, str]:
     global _health_limiter
+    node = request.app.state.settings.node_name
+    if not request.app.state.warm.is_set():
+        # A `gpudeck api` process is ready once warm (main.warm_up): the first submit after
+        # health answers must not wait seconds for torch's import and the first trace.
+        response.status_code = 503
+        response.headers["Retry-After"] = "1"
+        return {"status": "warming", "version": __version__, "node": node}
     if _health_limiter is None:
         _health_limiter = anyio.CapacityLimiter(HEALTH_THREADS)
     await anyio.to_thread.run_sync(_select_one, request.app.state.engine, limiter=_health_limiter)
-    return {"status": "ok", "version": __version__, "node": request.app.state.settings.node_name}
+    return {"status": "ok", "version": __version__, "node": node}
 
 
 def _select_one(engine: Engine) -> None:
