@@ -35,6 +35,7 @@ from gpudeck.services.errors import (
     JobNotFound,
     NotEnoughDevices,
 )
+from gpudeck.services.estimates import estimate_bytes_per_device
 from gpudeck.services.placement import InsufficientMemory, Readings, short_devices
 from gpudeck.services.placement_request import Placement, not_enough_across, per_node
 from gpudeck.services.queue_plan import Quota, choose_spread
@@ -80,18 +81,6 @@ def steps_of(kind_name: str, config: dict[str, Any]) -> int | None:
     kind = get_kind(kind_name)
     field = kind.steps_field if kind else None
     return int(config[field]) if field and field in config else None
-
-
-def estimate_bytes_per_device(
-    kind_name: str, config: dict[str, Any], world_size: int
-) -> int | None:
-    """The kind's memory estimate for a CUDA device (simulated devices stand for GPUs too);
-    None for kinds without one. Cached by config inside the estimator."""
-    kind = get_kind(kind_name)
-    estimate = kind.resolve_estimate() if kind else None
-    if kind is None or estimate is None:
-        return None
-    return int(estimate(kind.config_model.model_validate(config), world_size).bytes_per_device)
 
 
 @dataclass(frozen=True)
