@@ -1,4 +1,4 @@
-"""Helpers for the end-to-end tests: the worker subprocess, waiting on jobs."""
+"""Helpers for the end-to-end tests: the worker subprocess, waiting on jobs, watching ranks."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,3 +116,54 @@ def launch_record(settings: Settings, job_id: int) -> dict[str, Any]:
         time.sleep(0.05)
     record: dict[str, Any] = json.loads(path.read_text())
     return record
+
+
+def rank_alive(pid: int) -> bool:
+    """Running or sleeping, not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+class DeviceMonitor(threading.Thread):
+    """Samples, every `every_s`, which jobs have a live rank on which device: the rank processes
+    themselves (each job's launch record, its devices from its launch contract), not the
+    allocation table. `overlaps` lists each sample that found two jobs on one device."""
+
+    def __init__(self, jobs_dir: Path, every_s: float = 0.01) -> None:
+        super().__init__(daemon=True)
+        self.jobs_dir = jobs_dir
+        self.every_s = every_s
+        self.ranks: dict[int, tuple[list[int], list[int]]] = {}  # job -> (pids, devices)
+        self.overlaps: list[tuple[int, set[int]]] = []
+        self.stopped = threading.Event()
+        # Jobs whose ranks have all ended: a rank never comes back, so they are not read again
+        # (every sample read each rank of every job so far: 60 jobs, 120 reads every 3 ms).
+        self._ended: set[int] = set()
+
+    def _learn(self) -> None:
+        for record in self.jobs_dir.glob("*/launch.json"):
+            job_id = int(record.parent.name)
+            if job_id in self.ranks:
+                continue
+            # A record written a moment ago may not parse yet: read it next time.
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                pids = json.loads(record.read_text())["pids"]
+                contract = json.loads((record.parent / "contract.json").read_text())
+                self.ranks[job_id] = (pids, list(contract["device_indices"]))
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.every_s):
+            self._learn()
+            on_device: dict[int, set[int]] = {}
+            for job_id, (pids, indices) in list(self.ranks.items()):
+                if job_id in self._ended:
+                    continue
+                if not any(map(rank_alive, pids)):
+                    self._ended.add(job_id)
+                    continue
+                for index in indices:
+                    on_device.setdefault(index, set()).add(job_id)
+            self.overlaps += [(i, jobs) for i, jobs in on_device.items() if len(jobs) > 1]

@@ -1,73 +1,39 @@
 """Cancel racing the worker's claim never lets two jobs' ranks run on one device.
 
-Each trial submits a job on devices 0 and 1, cancels it 0-50 ms later (while the worker may be
-claiming it), then submits a second job on the same devices as soon as the API accepts it. A
-monitor thread watches the rank processes themselves (from each job's launch record), not the
-allocation table: at no sampled moment may ranks of two jobs be alive.
+Each trial submits a job on a pair of devices, cancels it 0-50 ms later (while the worker may be
+claiming it), then submits a second job on the same devices as soon as the API accepts it. The
+trials run in two lanes side by side, one on devices 0 and 1 and one on devices 2 and 3 (a trial
+is mostly waiting on its ranks to start and stop, so two lanes take half the time of one and
+keep the worker busier while it claims). A monitor samples the rank processes themselves (each
+job's launch record and its devices from its launch contract), not the allocation table: at no
+sampled moment may ranks of two jobs be alive on one device.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import random
-import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from e2e_helpers import WorkerProcess, wait_status
+from e2e_helpers import DeviceMonitor, WorkerProcess, wait_status
 from fastapi.testclient import TestClient
 
 from gpudeck.core.config import Settings
 
 TRIALS = 30  # cancels spread over the 50 ms after a submit: about one every 1.7 ms
-DEVICES = [{"index": 0}, {"index": 1}]
+LANES = ((0, 1), (2, 3))  # two jobs at most in each: within the worker's 4 slots
 TERMINAL = {"succeeded", "failed", "cancelled", "lost"}
 LONG = {"steps": 100_000, "step_sleep_s": 0.02}
 SHORT = {"steps": 10, "step_sleep_s": 0.02}
 
 
-def _alive(pid: int) -> bool:
-    """Running or sleeping, not a zombie waiting to be reaped."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-class RankMonitor(threading.Thread):
-    """Samples which jobs have a live rank, every few milliseconds, until stopped."""
-
-    def __init__(self, jobs_dir: Path) -> None:
-        super().__init__(daemon=True)
-        self.jobs_dir = jobs_dir
-        self.pids: dict[int, list[int]] = {}
-        self.overlaps: list[set[int]] = []
-        self.stopped = threading.Event()
-
-    def _learn_new_launches(self) -> None:
-        for record in self.jobs_dir.glob("*/launch.json"):
-            job_id = int(record.parent.name)
-            if job_id not in self.pids:
-                # A record written a moment ago may not parse yet: read it next time.
-                with contextlib.suppress(OSError, ValueError):
-                    self.pids[job_id] = json.loads(record.read_text())["pids"]
-
-    def run(self) -> None:
-        while not self.stopped.wait(0.003):
-            self._learn_new_launches()
-            live = {job for job, pids in self.pids.items() if any(map(_alive, pids))}
-            if len(live) > 1:
-                self.overlaps.append(live)
-
-
-def _submit_when_free(api: TestClient, config: dict[str, object]) -> int:
+def _submit_when_free(api: TestClient, config: dict[str, object], lane: tuple[int, ...]) -> int:
     deadline = time.monotonic() + 60
+    devices = [{"index": i} for i in lane]
     while True:
-        body = {"kind": "faulty", "config": config, "devices": DEVICES, "queue": False}
+        body = {"kind": "faulty", "config": config, "devices": devices, "queue": False}
         response = api.post("/api/jobs", json=body)
         if response.status_code == 201:
             return int(response.json()["id"])
@@ -76,24 +42,36 @@ def _submit_when_free(api: TestClient, config: dict[str, object]) -> int:
         time.sleep(0.005)
 
 
+def _trials(api: TestClient, lane: tuple[int, ...], trials: int, seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(trials):
+        first = _submit_when_free(api, LONG, lane)
+        time.sleep(rng.uniform(0, 0.05))
+        assert api.post(f"/api/jobs/{first}/cancel").status_code == 200
+        second = _submit_when_free(api, SHORT, lane)
+        assert wait_status(api, second, TERMINAL)["status"] == "succeeded"
+        assert wait_status(api, first, TERMINAL)["status"] == "cancelled"
+
+
 @pytest.mark.long
 def test_cancel_during_claim_never_double_books(
     api: TestClient, start_worker: Callable[..., WorkerProcess], e2e_settings: Settings
 ) -> None:
     start_worker()
-    monitor = RankMonitor(e2e_settings.data_dir / "jobs")
+    monitor = DeviceMonitor(e2e_settings.data_dir / "jobs", every_s=0.003)
     monitor.start()
-    rng = random.Random(11)
     try:
-        for _ in range(TRIALS):
-            first = _submit_when_free(api, LONG)
-            time.sleep(rng.uniform(0, 0.05))
-            assert api.post(f"/api/jobs/{first}/cancel").status_code == 200
-            second = _submit_when_free(api, SHORT)
-            assert wait_status(api, second, TERMINAL)["status"] == "succeeded"
-            assert wait_status(api, first, TERMINAL)["status"] == "cancelled"
+        with ThreadPoolExecutor(len(LANES)) as pool:
+            lanes = [
+                pool.submit(_trials, api, lane, TRIALS // len(LANES), seed)
+                for seed, lane in enumerate(LANES, start=11)
+            ]
+            for lane in lanes:
+                lane.result()  # a failed assertion in a lane fails the test here
     finally:
         monitor.stopped.set()
         monitor.join()
-    assert monitor.overlaps == [], f"ranks of two jobs alive at once: {monitor.overlaps[:5]}"
-    assert monitor.pids, "the monitor saw no launch at all"
+    assert monitor.overlaps == [], f"ranks of two jobs on one device: {monitor.overlaps[:5]}"
+    assert monitor.ranks, "the monitor saw no launch at all"
+    seen = {index for _, indices in monitor.ranks.values() for index in indices}
+    assert seen == {i for lane in LANES for i in lane}, f"launches seen on devices {seen} only"

@@ -7,57 +7,21 @@ contract), not the allocation table; the allocation table is checked too."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import random
-import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
-from e2e_helpers import WorkerProcess, wait_status
+from e2e_helpers import DeviceMonitor, WorkerProcess, wait_status
 from fastapi.testclient import TestClient
 from harness import auth_headers, live_server
 from sqlalchemy import text
 from sqlalchemy.orm import Session
-from test_cancel_race import _alive
 
 from gpudeck.core.config import Settings
 
 CLIENTS = 24
 ENDED = {"succeeded", "failed", "cancelled", "lost", "timeout"}
-
-
-class DeviceMonitor(threading.Thread):
-    """Samples, every few milliseconds, which jobs have a live rank on which device."""
-
-    def __init__(self, jobs_dir: Path) -> None:
-        super().__init__(daemon=True)
-        self.jobs_dir = jobs_dir
-        self.ranks: dict[int, tuple[list[int], list[int]]] = {}  # job -> (pids, devices)
-        self.overlaps: list[tuple[int, set[int]]] = []
-        self.stopped = threading.Event()
-
-    def _learn(self) -> None:
-        for record in self.jobs_dir.glob("*/launch.json"):
-            job_id = int(record.parent.name)
-            if job_id in self.ranks:
-                continue
-            with contextlib.suppress(OSError, ValueError, KeyError):
-                pids = json.loads(record.read_text())["pids"]
-                contract = json.loads((record.parent / "contract.json").read_text())
-                self.ranks[job_id] = (pids, list(contract["device_indices"]))
-
-    def run(self) -> None:
-        while not self.stopped.wait(0.01):
-            self._learn()
-            on_device: dict[int, set[int]] = {}
-            for job_id, (pids, indices) in list(self.ranks.items()):
-                if any(map(_alive, pids)):
-                    for index in indices:
-                        on_device.setdefault(index, set()).add(job_id)
-            self.overlaps += [(i, jobs) for i, jobs in on_device.items() if len(jobs) > 1]
 
 
 def _body(rng: random.Random) -> dict[str, Any]:
