@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -167,3 +168,15 @@ class DeviceMonitor(threading.Thread):
                 for index in indices:
                     on_device.setdefault(index, set()).add(job_id)
             self.overlaps += [(i, jobs) for i, jobs in on_device.items() if len(jobs) > 1]
+
+
+def pip_install_package(source: Path, build_dir: Path, target: Path) -> Path:
+    """A plug-in package installed (built, with its entry point metadata) into `target`, as a
+    lab would pip-install a kind; copied to `build_dir` first, since setuptools builds in the
+    source tree and must not write into the repo's."""
+    copy = build_dir / source.name
+    shutil.copytree(source, copy)
+    command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    command += ["--no-deps", "--no-build-isolation", "--target", str(target), str(copy)]
+    subprocess.run(command, check=True, capture_output=True)
+    return target

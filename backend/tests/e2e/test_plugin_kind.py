@@ -6,16 +6,13 @@ cancelled job of it resumes from its final checkpoint.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import BACKEND, WorkerProcess, wait_status
+from e2e_helpers import BACKEND, WorkerProcess, pip_install_package, wait_status
 from fastapi.testclient import TestClient
 
 from gpudeck.engine import kinds
@@ -26,13 +23,9 @@ EXAMPLE = BACKEND.parent / "examples" / "kinds" / "gpudeck-kind-linreg"
 @pytest.fixture(scope="module")
 def site_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example package installed (built, with its entry point metadata) into a directory."""
-    source = tmp_path_factory.mktemp("plugin-source") / EXAMPLE.name
-    shutil.copytree(EXAMPLE, source)  # setuptools builds in the source tree: not in the repo's
-    target = tmp_path_factory.mktemp("plugin-site")
-    command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    command += ["--no-deps", "--no-build-isolation", "--target", str(target), str(source)]
-    subprocess.run(command, check=True, capture_output=True)
-    return target
+    return pip_install_package(
+        EXAMPLE, tmp_path_factory.mktemp("plugin-source"), tmp_path_factory.mktemp("plugin-site")
+    )
 
 
 @pytest.fixture

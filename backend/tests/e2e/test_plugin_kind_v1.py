@@ -5,15 +5,12 @@ deprecation line in the job's log, and a cancelled job of it resumes from its ch
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from e2e_helpers import BACKEND, WorkerProcess, wait_status
+from e2e_helpers import BACKEND, WorkerProcess, pip_install_package, wait_status
 from fastapi.testclient import TestClient
 
 from gpudeck.engine import kinds
@@ -26,13 +23,9 @@ LOAD_WARNING = "DeprecationWarning: checkpoint.load_checkpoint(path) is kind API
 
 @pytest.fixture(scope="module")
 def site_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = tmp_path_factory.mktemp("plugin-source") / PACKAGE.name
-    shutil.copytree(PACKAGE, source)  # setuptools builds in the source tree: not in the repo's
-    target = tmp_path_factory.mktemp("plugin-site")
-    command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    command += ["--no-deps", "--no-build-isolation", "--target", str(target), str(source)]
-    subprocess.run(command, check=True, capture_output=True)
-    return target
+    return pip_install_package(
+        PACKAGE, tmp_path_factory.mktemp("plugin-source"), tmp_path_factory.mktemp("plugin-site")
+    )
 
 
 @pytest.fixture
