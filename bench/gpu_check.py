@@ -42,7 +42,7 @@ SECTIONS = {
     "jobs": ("3. Job start, and script jobs against plain torchrun", 200, 240),
     "scaling": ("4. DDP scaling of the SAE trainer", 120, 120),
     "kernels": ("5. Kernels: the sparse TopK step", 90, 90),
-    "map_jobs": ("6. Map jobs: activation extraction", 120, 150),
+    "map_jobs": ("6. Map jobs: activation extraction", 180, 150),
     "gpu_tests": ("7. pytest -m gpu", 180, 90),
 }
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks-gpu.md"
