@@ -25,8 +25,8 @@ from gpudeck.core import migrate
 from gpudeck.core.config import Settings
 from gpudeck.core.db import make_engine, make_sessionmaker, transaction
 from gpudeck.core.embedded import EmbeddedServices
-from gpudeck.services import users
-from gpudeck.services.inventory import upsert_inventory
+from gpudeck.services.accounts import users
+from gpudeck.services.cluster.inventory import upsert_inventory
 from gpudeck.telemetry.inventory import local_inventory
 
 NODE = "bench"

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from gpudeck.core.config import SimulatedDeviceSpec
 from gpudeck.core.db import make_engine, make_sessionmaker
 from gpudeck.core.redis import sync_client
-from gpudeck.services.sampler_store import DatabaseSamplerStore
+from gpudeck.services.cluster.sampler_store import DatabaseSamplerStore
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.provider import SampleContext
 from gpudeck.telemetry.sampler import Sampler

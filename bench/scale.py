@@ -4,7 +4,7 @@
     PYTHONPATH=backend .venv/bin/python bench/scale.py stream  [--nodes 100 --seconds 10]
     PYTHONPATH=backend .venv/bin/python bench/scale.py fanout  [--nodes 100 --clients 1 10 50]
 
-- pass: the scheduler's pass (services.queue_plan.plan, deciding only, as `gpudeck scheduler`
+- pass: the scheduler's pass (services.queue.plan.plan, deciding only, as `gpudeck scheduler`
   runs it on wake-ups) and the explained pass (queue view, submit summary) over 10,000 waiting
   jobs on 100 nodes x 8 devices; baseline: the same queue on 8 nodes x 8 devices, same run.
 - stream: the real sampler (telemetry.sampler.Sampler with the real NVML adapter) of 100 nodes,
@@ -33,7 +33,7 @@ from typing import Any
 
 import pynvml
 
-from gpudeck.services.queue_plan import Dev, Holding, Policy, Waiting, plan
+from gpudeck.services.queue.plan import Dev, Holding, Policy, Waiting, plan
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent / "backend" / "tests"))

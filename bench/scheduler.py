@@ -7,7 +7,7 @@
     .venv/bin/python bench/scheduler.py submit  [--clients 200 --seconds 15]
     .venv/bin/python bench/scheduler.py wake    [--runs 12]
 
-- pass: the pure scheduling pass (services.queue_plan.plan) over N waiting jobs; baseline: the
+- pass: the pure scheduling pass (services.queue.plan.plan) over N waiting jobs; baseline: the
   same pass in FIFO order without backfill (the least a queue must do: order and try the head).
   64 devices on 8 nodes. `--preemptible`: device 0 of each node is held by a preemptible job
   of priority -1, so every waiting job above it looks for victims (none lets it start).
@@ -52,7 +52,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gpudeck.services.queue_plan import Dev, Holding, Key, Policy, Waiting, plan
+from gpudeck.services.queue.plan import Dev, Holding, Key, Policy, Waiting, plan
 
 NODES, PER_NODE = 8, 8
 
@@ -170,7 +170,7 @@ def _fill_queue(database_url: str, waiting_n: int) -> None:
 
     from gpudeck.core.config import Settings
     from gpudeck.core.db import make_engine, make_sessionmaker, transaction
-    from gpudeck.services.inventory import upsert_inventory
+    from gpudeck.services.cluster.inventory import upsert_inventory
     from gpudeck.telemetry.simulated import simulated_inventory
 
     engine = make_engine(database_url, pool_size=1)
@@ -219,7 +219,9 @@ def bench_snapshot(waiting_n: int, repeats: int) -> None:
 
     from gpudeck.core.db import make_engine, make_sessionmaker, transaction
     from gpudeck.core.heap import freeze_startup_objects
-    from gpudeck.services import queue, queue_summary
+    from gpudeck.services.queue import snapshot as queue_snapshot
+    from gpudeck.services.queue import summary as queue_summary
+    from gpudeck.services.queue import waiting as queue_waiting
 
     database_url = os.environ.get("GPUDECK_BENCH_DATABASE_URL") or _local_database()
     if database_url is None:
@@ -232,7 +234,7 @@ def bench_snapshot(waiting_n: int, repeats: int) -> None:
     full: list[float] = []
     cached: list[float] = []
     pure: list[float] = []
-    cache = queue.WaitingCache()
+    cache = queue_waiting.WaitingCache()
     for _ in range(repeats + 1):  # the first warms caches (and fills `cache`), and is dropped
         for times, kept in ((full, None), (cached, cache)):
             started = time.perf_counter()
@@ -242,8 +244,8 @@ def bench_snapshot(waiting_n: int, repeats: int) -> None:
                 )
             times.append(time.perf_counter() - started)
         with transaction(sessions) as session:
-            now, devs, holding, waiting = queue.snapshot(session, None)
-            usage = queue.usage_by_owner(session, 7 * 86400)
+            now, devs, holding, waiting = queue_snapshot.snapshot(session, None)
+            usage = queue_snapshot.usage_by_owner(session, 7 * 86400)
         started = time.perf_counter()
         plan(devs, holding, waiting, now=now, usage=usage, explain=False)
         pure.append(time.perf_counter() - started)
@@ -420,7 +422,7 @@ def _holding(
 
 
 def _run_shares(finished_runs: list[tuple[str, float]]) -> dict[str, float]:
-    """services.queue.run_shares over the replay: each owner's median of their last 20."""
+    """services.queue.snapshot.run_shares over the replay: each owner's median of their last 20."""
     by_owner: dict[str, list[float]] = {}
     for owner, share in finished_runs:
         by_owner.setdefault(owner, []).append(share)

@@ -18,7 +18,7 @@ one after another (each with `hold`).
 Cancel (issue 33): 3 sweeps of `--members` waiting members each, cancelled through POST
 /api/sweeps/{id}/cancel one after another, timed until every member has ended (each answer
 lists them); baseline, same run: 3 more such sweeps cancelled by the loop the route ran before,
-job_service.cancel_job per member in one transaction (in process: the route's time was that
+jobs_cancel.cancel_job per member in one transaction (in process: the route's time was that
 loop's and the answer's). Goal: all 3,000 ended in <= 5 s.
 """
 
@@ -40,8 +40,9 @@ from _server import bench_sampler, bench_server
 
 from gpudeck.core.db import make_engine, make_sessionmaker, transaction
 from gpudeck.models import JobStatus
-from gpudeck.services import job_state, sweeps
-from gpudeck.services import jobs as job_service
+from gpudeck.services.jobs import cancel as jobs_cancel
+from gpudeck.services.jobs import state as job_state
+from gpudeck.services.sweeps import control
 
 CONFIG = {"d_in": 16, "batch_size": 64, "steps": 10}
 K_VALUES = [2, 4, 8, 16]  # k sizes the top-k's tensors: one trace each
@@ -94,9 +95,9 @@ def _cancel_one_by_one(database_url: str, sweep_id: int) -> None:
     engine = make_engine(database_url, pool_size=1)
     try:
         with transaction(make_sessionmaker(engine)) as session:
-            for job in sweeps.member_jobs(session, sweep_id):
+            for job in control.member_jobs(session, sweep_id):
                 if JobStatus(job.status) not in job_state.TERMINAL:
-                    job_service.cancel_job(session, job.id)
+                    jobs_cancel.cancel_job(session, job.id)
     finally:
         engine.dispose()
 

@@ -29,7 +29,7 @@ from gpudeck.core.heap import freeze_startup_objects
 from gpudeck.core.redis import API_TIMEOUT_S, Breaker, async_client, pinger, sync_client
 from gpudeck.engine.kinds import registry
 from gpudeck.services import warm_up as warm_up_service
-from gpudeck.services.estimates import estimate_bytes_per_device
+from gpudeck.services.submit.estimates import estimate_bytes_per_device
 
 log = logging.getLogger(__name__)
 # Worker threads for sync endpoints, and the database pool's size to match (see lifespan).

@@ -31,9 +31,9 @@ from gpudeck.core.embedded import EmbeddedServices
 from gpudeck.main import create_app
 from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.jobs import JobCreate
-from gpudeck.services import jobs as job_service
-from gpudeck.services import users as user_service
-from gpudeck.services.inventory import upsert_inventory
+from gpudeck.services.accounts import users as user_service
+from gpudeck.services.cluster.inventory import upsert_inventory
+from gpudeck.services.submit import submission
 from gpudeck.telemetry.simulated import simulated_inventory
 
 LOCAL_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -150,7 +150,7 @@ def make_job(
         node=TEST_NODE if devices is None else None,
         queue=queue,
     )
-    job = job_service.create_job(session, spec, owner="tester")
+    job = submission.create_job(session, spec, owner="tester")
     session.commit()
     if status is not JobStatus.queued:
         session.execute(

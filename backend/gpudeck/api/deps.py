@@ -13,7 +13,8 @@ from gpudeck.core.config import Settings
 from gpudeck.core.security import Principal
 from gpudeck.models import Job
 from gpudeck.services.errors import Forbidden
-from gpudeck.services.jobs import Submitter, get_job
+from gpudeck.services.jobs.lookup import get_job
+from gpudeck.services.submit.checks import Submitter
 
 
 async def get_session(request: Request) -> AsyncIterator[Session]:

@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 
 from gpudeck.api.telemetry_hub import TelemetryHub
 from gpudeck.models import JobStatus
-from gpudeck.services.counts import job_owners, jobs_by_status, live_allocations_by_node
-from gpudeck.services.telemetry import GpuView, device_views, sampler_health
+from gpudeck.services.cluster.counts import job_owners, jobs_by_status, live_allocations_by_node
+from gpudeck.services.cluster.telemetry import GpuView, device_views, sampler_health
 
 MIB = 1024**2
 DCGM_LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "source"]

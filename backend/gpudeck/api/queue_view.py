@@ -12,14 +12,15 @@ from sqlalchemy.orm import Session
 from gpudeck.api.auth import current_principal
 from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.jobs import JobPublic, QueueInfo
-from gpudeck.services import queue, queue_summary
-from gpudeck.services.placement import live_memory_or_none
+from gpudeck.services.placement.live_memory import live_memory_or_none
+from gpudeck.services.queue import passes
+from gpudeck.services.queue import summary as queue_summary
 
 
 def current_infos(session: Session, request: Request) -> dict[int, QueueInfo]:
     live = live_memory_or_none(request.app.state.redis)
     half_life = request.app.state.settings.fair_share_half_life_s
-    return queue.queue_infos(queue.compute_plan(session, live, half_life_s=half_life))
+    return passes.queue_infos(passes.compute_plan(session, live, half_life_s=half_life))
 
 
 def public(session: Session, request: Request, jobs: Sequence[Job]) -> list[JobPublic]:
@@ -51,7 +52,7 @@ def one(session: Session, request: Request, job: Job) -> JobPublic:
 
 def on_submit(session: Session, request: Request, job: Job) -> JobPublic:
     """The submit answer: a waiting job's place from the scheduler's last pass (one Redis
-    read, services.queue_summary); a full pass only when no scheduler left a fresh one."""
+    read, services.queue.summary); a full pass only when no scheduler left a fresh one."""
     item = JobPublic.model_validate(job)
     if job.status != JobStatus.queued or job.allocations:
         return item

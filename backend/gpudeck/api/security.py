@@ -32,7 +32,7 @@ from gpudeck.core.security import (
     origin_allowed,
     parse_list,
 )
-from gpudeck.services.users import authenticate
+from gpudeck.services.accounts.users import authenticate
 
 log = logging.getLogger(__name__)
 # Never dashboard files, whatever route matches them.

@@ -28,7 +28,7 @@ NODE_PARTS = ("sampler", "worker")
 def add_node(name: Annotated[str, typer.Argument(help="the node's GPUDECK_NODE_NAME")]) -> None:
     """Issue the token node NAME joins with (shown once; a new one replaces the old)."""
     from gpudeck.cli.users_db import server_session
-    from gpudeck.services.nodes import issue_token
+    from gpudeck.services.cluster.nodes import issue_token
 
     with server_session() as session:
         secret = issue_token(session, name)
@@ -39,7 +39,7 @@ def add_node(name: Annotated[str, typer.Argument(help="the node's GPUDECK_NODE_N
 def list_nodes() -> None:
     """Each node: its address, devices, and whether its sampler reports (online)."""
     from gpudeck.cli.users_db import server_session
-    from gpudeck.services.inventory import list_nodes as rows
+    from gpudeck.services.cluster.inventory import list_nodes as rows
 
     with server_session() as session:
         for row in rows(session):
@@ -50,7 +50,7 @@ def list_nodes() -> None:
 
 def _admitted(name: str) -> bool:
     from gpudeck.cli.users_db import server_session
-    from gpudeck.services.nodes import token_admits
+    from gpudeck.services.cluster.nodes import token_admits
 
     secret = os.environ.get(TOKEN_ENV, "")
     with server_session() as session:

@@ -14,7 +14,7 @@ def sampler() -> None:
     """Sample this node's GPUs into Redis every interval and keep the device inventory current."""
     from gpudeck.core.db import make_engine, make_sessionmaker
     from gpudeck.core.redis import sync_client
-    from gpudeck.services.sampler_store import DatabaseSamplerStore
+    from gpudeck.services.cluster.sampler_store import DatabaseSamplerStore
     from gpudeck.telemetry.factory import make_provider
     from gpudeck.telemetry.nvml import NvmlUnavailable
     from gpudeck.telemetry.sampler import Sampler

@@ -194,7 +194,7 @@ def run_all(settings: Settings, *, quiet: bool = False) -> int:
 
 def _register_local_devices(settings: Settings) -> None:
     from gpudeck.core.db import make_engine, make_sessionmaker, transaction
-    from gpudeck.services.inventory import upsert_inventory
+    from gpudeck.services.cluster.inventory import upsert_inventory
     from gpudeck.telemetry.inventory import local_inventory
 
     engine = make_engine(settings.sqlalchemy_url, pool_size=1)

@@ -79,7 +79,7 @@ def list_users(url: UrlOption = "") -> None:
         rows = users_db.list_users()
     listing = table("id", "name", "role", "run_code")
     for user in rows:
-        # An admin may run code whatever the flag says (services/users.may_run_code).
+        # An admin may run code whatever the flag says (services/accounts/users.may_run_code).
         run_code = "yes" if user.get("run_code") else "no"
         if user["role"] == "admin" and not user.get("run_code"):
             run_code = "yes (admin)"

@@ -21,8 +21,8 @@ from gpudeck.cli.settings import load_settings
 from gpudeck.core.config import Settings
 from gpudeck.core.db import make_engine, make_sessionmaker, transaction
 from gpudeck.core.security import LOCAL_ADMIN
-from gpudeck.services import audit
-from gpudeck.services import users as user_service
+from gpudeck.services.accounts import audit
+from gpudeck.services.accounts import users as user_service
 from gpudeck.services.errors import DomainError
 
 CLI_ACTOR = "cli"

@@ -17,7 +17,7 @@ def node_queue(node: str) -> str:
 def make_celery(settings: Settings, *, publish_timeout_s: float | None = None) -> Celery:
     """`publish_timeout_s`: the API's bound on sending a task (socket timeouts on the broker
     connection, no retry): a stalled broker is an error within it, and the outbox sends the
-    job later (services/dispatch.py). Workers consume with kombu's defaults."""
+    job later (services/queue/dispatch.py). Workers consume with kombu's defaults."""
     if settings.redis_url is None:
         raise RuntimeError("no Redis configured; call core.embedded.ensure_services first")
     broker = celery_broker_url(settings.redis_url)

@@ -85,7 +85,7 @@ class Settings(BaseSettings):
     scheduler_arrival_gap_s: float = Field(default=0.2, ge=0, le=10)
     keep_checkpoints: int = Field(default=3, ge=1, le=1000)
     # The stored copy of each rank's log, which the API serves when the rank ran on another
-    # machine (services/rank_logs.py): its start and its newest output, this much in all.
+    # machine (services/jobs/rank_logs.py): its start and its newest output, this much in all.
     log_store_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024, le=GIB)
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     log_level: Literal["debug", "info", "warning", "error"] = "info"

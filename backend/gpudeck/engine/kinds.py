@@ -155,7 +155,7 @@ class JobKind:
     estimate_memory: str | None = None
     # The config fields (dotted paths) the estimate reads; None: all of them. A submission
     # estimates each distinct projection of its members' configs on these once
-    # (services/estimates.py): list every field that can change memory, and only those.
+    # (services/submit/estimates.py): list every field that can change memory, and only those.
     estimate_fields: tuple[str, ...] | None = None
     check_inputs: str | None = None
     max_batch: str | None = None

@@ -1,7 +1,7 @@
 """A .safetensors file's header read without its tensors (8-byte little-endian length, then a
 JSON object of name -> dtype, shape, data_offsets, plus an optional "__metadata__"), for the
 files GPUDeck itself wrote or was pointed at. Uploads are validated apart, defensively
-(services/dataset_formats.py)."""
+(services/data/formats.py)."""
 
 from __future__ import annotations
 

@@ -82,7 +82,7 @@ class Job(Base):
     early_stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # The outbox: when the run task was last handed to the broker. A queued job with none (the
-    # broker was down) or an old one (the message was lost) is sent again (services.dispatch).
+    # broker was down) or an old one (the message was lost) is sent again (services.queue.dispatch).
     dispatched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # Scheduling (docs/scheduler.md). A queued job without live allocations waits for the
     # scheduler; `requested_devices` are the uuids an explicit request waits for (None: count).
@@ -92,7 +92,8 @@ class Job(Base):
     preemptible: Mapped[bool] = mapped_column(Boolean, server_default="false")
     held: Mapped[bool] = mapped_column(Boolean, server_default="false")
     # Set by the scheduler to stop a running preemptible job for a higher-priority one: its
-    # worker stops it with a final checkpoint and it waits again (services.runs.requeue_job).
+    # worker stops it with a final checkpoint and it waits again
+    # (services.runs.lifecycle.requeue_job).
     preempt_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     preempted_by_job_id: Mapped[int | None] = mapped_column(BigInteger)
     # None is SQL NULL, not the JSON value null (JSONB's default), so `IS NULL` finds it and a

@@ -15,7 +15,7 @@ class JobLogChunk(Base):
     Chunks of a rank are numbered by `seq` in the order they were shipped; `start_byte` is
     where the chunk begins in the rank's file on `node`: a gap between one chunk's end and the
     next one's start is output that was not kept (the stored copy is capped, see
-    services/rank_logs.py), and the API shows it. A chunk with `final` set is the last of its
+    services/jobs/rank_logs.py), and the API shows it. A chunk with `final` set is the last of its
     run on that node: the rank has ended and its node shipped everything."""
 
     __tablename__ = "job_log_chunks"

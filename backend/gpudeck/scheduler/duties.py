@@ -17,8 +17,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
 from gpudeck.scheduler.contact import Contact
-from gpudeck.services import dispatch, early_stop, multinode, queue, queue_summary, reaper
-from gpudeck.services.placement import live_memory_or_none
+from gpudeck.services.placement.live_memory import live_memory_or_none
+from gpudeck.services.queue import dispatch, passes
+from gpudeck.services.queue import summary as queue_summary
+from gpudeck.services.queue import waiting as queue_waiting
+from gpudeck.services.runs import multinode, reaper
+from gpudeck.services.sweeps import early_stop
 from gpudeck.worker.events import expire_stream, publish_status
 
 log = logging.getLogger(__name__)
@@ -34,7 +38,7 @@ class Context:
     # monotonic time of the last explained pass (its summary feeds the submit answers)
     explained_at: list[float] = field(default_factory=lambda: [-math.inf])
     # the waiting jobs as the last pass read them: a pass re-reads only changed rows
-    waiting: queue.WaitingCache = field(default_factory=queue.WaitingCache)
+    waiting: queue_waiting.WaitingCache = field(default_factory=queue_waiting.WaitingCache)
     # sweeps' metric curves as early stopping last read them: a look reads only new rows
     curves: early_stop.CurveCache = field(default_factory=early_stop.CurveCache)
 
@@ -85,13 +89,13 @@ def redispatch_jobs(ctx: Context) -> list[int]:
 
 
 def schedule_queue(ctx: Context) -> list[int]:
-    """One pass over the queue (services.queue_plan): cancel jobs whose dependency failed,
+    """One pass over the queue (services.queue.plan): cancel jobs whose dependency failed,
     place the jobs that may start (the allocation insert decides every race), dispatch them.
     Returns the ids started.
 
     A pass only decides (no expected starts past the first blocked job: fast with a long
     queue), except once per interval, when it also explains and publishes the summary the
-    submit answers read (services.queue_summary)."""
+    submit answers read (services.queue.summary)."""
     live = live_memory_or_none(ctx.redis)
     explain = time.monotonic() - ctx.explained_at[0] >= ctx.settings.scheduler_interval_s
     with transaction(ctx.sessions) as session:
@@ -107,19 +111,19 @@ def schedule_queue(ctx: Context) -> list[int]:
             log.warning("could not publish the queue summary: %s", exc)
     for job_id, reason in decided.cancels:
         with transaction(ctx.sessions) as session:
-            cancelled = queue.cancel_waiting(session, job_id, reason)
+            cancelled = passes.cancel_waiting(session, job_id, reason)
         if cancelled:
             log.info("job %s cancelled: %s", job_id, reason)
             publish_status(ctx.redis, job_id, "cancelled", error=reason)
     for victim_id, for_job_id in decided.preempts:
         with transaction(ctx.sessions) as session:
-            asked = queue.preempt(session, victim_id, for_job_id)
+            asked = passes.preempt(session, victim_id, for_job_id)
         if asked:
             log.info("job %s preempted for job %s", victim_id, for_job_id)
     started = []
     for decision in decided.starts:
         with transaction(ctx.sessions) as session:
-            placed = queue.start(session, decision)
+            placed = passes.start(session, decision)
         if not placed:
             continue
         started.append(decision.job_id)
@@ -131,7 +135,8 @@ def schedule_queue(ctx: Context) -> list[int]:
 
 
 def stop_hopeless_members(ctx: Context) -> list[int]:
-    """Sweeps' early stopping (services/early_stop.py): the members to stop are cancelled with
+    """Sweeps' early stopping (services/sweeps/early_stop.py): the members to stop are cancelled
+    with
     their reason; their workers stop them with a final checkpoint."""
     with transaction(ctx.sessions) as session:
         stops = early_stop.stop_hopeless(session, ctx.curves)

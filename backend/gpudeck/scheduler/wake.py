@@ -18,7 +18,7 @@ import time
 import psycopg
 from sqlalchemy import make_url
 
-from gpudeck.services.job_state import WAKE_ARRIVAL, WAKE_CHANNEL
+from gpudeck.services.jobs.state import WAKE_ARRIVAL, WAKE_CHANNEL
 
 log = logging.getLogger(__name__)
 RETRY_S = 1.0

@@ -18,7 +18,7 @@ class TensorPublic(BaseModel):
 
 
 class DatasetPublic(BaseModel):
-    # Read from a `services.datasets.DatasetInfo`: `DatasetPublic.model_validate(info)`.
+    # Read from a `services.data.datasets.DatasetInfo`: `DatasetPublic.model_validate(info)`.
 
     model_config = ConfigDict(from_attributes=True)
 

@@ -49,7 +49,7 @@ class GpuPublic(DeviceReadings):
 
 
 class NodePublic(BaseModel):
-    # Read from a row of `services.inventory.list_nodes`.
+    # Read from a row of `services.cluster.inventory.list_nodes`.
 
     model_config = ConfigDict(from_attributes=True)
 

@@ -43,7 +43,7 @@ class ExcludedDevice(BaseModel):
 
 
 class RecommendationPublic(BaseModel):
-    # Read from a `services.recommend.Recommendation`: `model_validate(result)`.
+    # Read from a `services.placement.recommend.Recommendation`: `model_validate(result)`.
 
     model_config = ConfigDict(from_attributes=True)
 

@@ -15,8 +15,10 @@ from sqlalchemy.orm import Session
 from gpudeck.core.security import new_token
 from gpudeck.engine.kinds import registry
 from gpudeck.schemas.jobs import JobCreate
-from gpudeck.services import placement_request, queue, users
+from gpudeck.services.accounts import users
 from gpudeck.services.errors import DomainError
+from gpudeck.services.queue import passes, snapshot
+from gpudeck.services.submit import placement_request
 
 log = logging.getLogger(__name__)
 
@@ -51,5 +53,5 @@ def read_submit_path(session: Session, half_life_s: float) -> None:
         return
     with contextlib.suppress(DomainError):  # no node yet, say: the reads ran all the same
         placement_request.resolve(session, JobCreate(kind=kinds[0], count=1))
-    queue.quota_of(session, "")
-    queue.compute_plan(session, None, half_life_s=half_life_s)
+    snapshot.quota_of(session, "")
+    passes.compute_plan(session, None, half_life_s=half_life_s)

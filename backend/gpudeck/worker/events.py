@@ -9,7 +9,7 @@ from typing import Any
 import redis
 
 from gpudeck.engine.events import STREAM_MAXLEN, WORKER_RANK, encode
-from gpudeck.services.job_events import job_stream
+from gpudeck.services.jobs.events import job_stream
 
 log = logging.getLogger(__name__)
 FINISHED_STREAM_TTL_S = 7 * 24 * 3600

@@ -1,4 +1,4 @@
-"""Ship this node's ranks' log files into Postgres (services/rank_logs.py), so the API serves
+"""Ship this node's ranks' log files into Postgres (services/jobs/rank_logs.py), so the API serves
 every rank's output whatever machine it ran on, while it runs and after it ends.
 
 A thread per job part: every SHIP_INTERVAL_S it reads each local rank's new whole lines from
@@ -27,8 +27,8 @@ import redis
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.db import transaction
-from gpudeck.services import rank_logs
-from gpudeck.services.rank_logs import Chunk, ShipState
+from gpudeck.services.jobs import rank_logs
+from gpudeck.services.jobs.rank_logs import Chunk, ShipState
 from gpudeck.worker.events import send
 from gpudeck.worker.retry import Backoff, store_unreachable
 

@@ -25,9 +25,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.db import transaction
 from gpudeck.engine.events import decode
-from gpudeck.services import job_events
-from gpudeck.services.checkpoints import is_complete
-from gpudeck.services.job_events import CheckpointRecord, StreamReply, job_stream
+from gpudeck.services.jobs import events as job_events
+from gpudeck.services.jobs.checkpoints import is_complete
+from gpudeck.services.jobs.events import CheckpointRecord, StreamReply, job_stream
 from gpudeck.worker.events import send
 from gpudeck.worker.map_progress import MapProgress
 from gpudeck.worker.retry import Backoff, store_unreachable, until_stored

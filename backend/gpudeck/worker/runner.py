@@ -37,9 +37,11 @@ from gpudeck.engine.contract import DeviceType, EventsTarget, JobLaunch
 from gpudeck.engine.kinds import resumes_from_checkpoint
 from gpudeck.engine.launch import Launcher, RankGroup, free_port
 from gpudeck.models import JobStatus
-from gpudeck.services import checkpoints, multinode, runs
-from gpudeck.services.job_events import job_stream
-from gpudeck.services.runs import LaunchPlan
+from gpudeck.services.jobs import checkpoints
+from gpudeck.services.jobs.events import job_stream
+from gpudeck.services.runs import lifecycle as runs
+from gpudeck.services.runs import multinode
+from gpudeck.services.runs.lifecycle import LaunchPlan
 from gpudeck.telemetry.stream import register_rank_pid, unregister_pids
 from gpudeck.worker.events import expire_stream, send, status_data
 from gpudeck.worker.log_shipper import LogShipper

@@ -17,7 +17,7 @@ from gpudeck.core.db import make_engine, make_sessionmaker, transaction
 from gpudeck.core.redis import sync_client
 from gpudeck.engine.kinds import registry
 from gpudeck.engine.launch import PRELOAD, Launcher
-from gpudeck.services import runs
+from gpudeck.services.runs import lifecycle as runs
 from gpudeck.worker.log_shipper import ship_leftovers
 from gpudeck.worker.runner import JobHandle, JobRunner
 

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from gpudeck.core.config import SimulatedDeviceSpec
 from gpudeck.models import JobStatus
 from gpudeck.schemas.gpus import GpuPublic
-from gpudeck.services.sampler_store import DatabaseSamplerStore
+from gpudeck.services.cluster.sampler_store import DatabaseSamplerStore
 from gpudeck.telemetry.sampler import Sampler
 from gpudeck.telemetry.schema import TelemetryHistory
 from gpudeck.telemetry.simulated import SimulatedProvider

@@ -26,7 +26,7 @@ from websockets.sync.client import connect
 from gpudeck.api.telemetry_hub import QUEUE_SIZE, TelemetryHub
 from gpudeck.core.config import Settings, SimulatedDeviceSpec
 from gpudeck.main import create_app
-from gpudeck.services.sampler_store import DatabaseSamplerStore
+from gpudeck.services.cluster.sampler_store import DatabaseSamplerStore
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.sampler import Sampler
 from gpudeck.telemetry.schema import TelemetryMessage

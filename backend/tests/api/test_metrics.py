@@ -14,7 +14,7 @@ from telemetry.fake_nvml import GIB, FakeGpu, InstallNvml, installer
 
 from gpudeck.core.config import SimulatedDeviceSpec
 from gpudeck.models import JobStatus
-from gpudeck.services.sampler_store import DatabaseSamplerStore
+from gpudeck.services.cluster.sampler_store import DatabaseSamplerStore
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.nvml import NvmlProvider
 from gpudeck.telemetry.sampler import Sampler

@@ -11,7 +11,7 @@ from harness import register_devices
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from gpudeck.services import queue_summary
+from gpudeck.services.queue import summary as queue_summary
 
 SAE = {"steps": 10, "batch_size": 64}
 

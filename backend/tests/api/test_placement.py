@@ -14,7 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
-from gpudeck.services.sampler_store import DatabaseSamplerStore
+from gpudeck.services.cluster.sampler_store import DatabaseSamplerStore
 from gpudeck.telemetry.factory import make_provider
 from gpudeck.telemetry.sampler import Sampler
 

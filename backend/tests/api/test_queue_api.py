@@ -12,7 +12,7 @@ from harness import auth_headers, create_token, make_job, statements_run
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from gpudeck.services import queue_summary
+from gpudeck.services.queue import summary as queue_summary
 
 SAE = {"steps": 10, "batch_size": 64}
 

@@ -21,8 +21,8 @@ from gpudeck.core.config import Settings
 from gpudeck.core.db import make_engine, make_sessionmaker
 from gpudeck.core.redis import BREAKER_OPEN_S
 from gpudeck.main import create_app
-from gpudeck.services import job_events
-from gpudeck.services.dispatch import redispatch_pending
+from gpudeck.services.jobs import events as job_events
+from gpudeck.services.queue.dispatch import redispatch_pending
 
 # The API's bounds: a 0.5 s ping of a pooled connection, a 2 s connect (libpq's minimum).
 WITHIN_S = 2.5

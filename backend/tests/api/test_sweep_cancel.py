@@ -22,7 +22,8 @@ from gpudeck.core.db import transaction
 from gpudeck.models import JobStatus
 from gpudeck.scheduler.duties import schedule_queue
 from gpudeck.scheduler.service import Scheduler
-from gpudeck.services import job_state, runs
+from gpudeck.services.jobs import state as job_state
+from gpudeck.services.runs import lifecycle as runs
 
 SAE = {"d_in": 16, "d_sae": 64, "batch_size": 64, "steps": 10}
 ENDED = {s.value for s in job_state.TERMINAL}

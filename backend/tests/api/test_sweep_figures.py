@@ -10,7 +10,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from gpudeck.models import JobStatus
-from gpudeck.services import job_events, job_state
+from gpudeck.services.jobs import events as job_events
+from gpudeck.services.jobs import state as job_state
 
 S = JobStatus
 SAE = {"d_in": 16, "d_sae": 64, "batch_size": 64, "steps": 100}

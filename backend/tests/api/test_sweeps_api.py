@@ -17,7 +17,7 @@ from gpudeck.core.config import Settings
 from gpudeck.models import JobStatus
 from gpudeck.scheduler.duties import schedule_queue, stop_hopeless_members
 from gpudeck.scheduler.service import Scheduler
-from gpudeck.services import job_state
+from gpudeck.services.jobs import state as job_state
 
 SAE = {"d_in": 16, "d_sae": 64, "batch_size": 64, "steps": 10}
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from gpudeck.cli import app
 from gpudeck.core.config import Settings
-from gpudeck.services.nodes import token_admits
+from gpudeck.services.cluster.nodes import token_admits
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ def _name(cell: str) -> str:
 
 def documented_imports(text: str) -> dict[str, set[str]]:
     """The package table: row name -> the packages its `imports` column names."""
-    section = text.split("## Packages (backend/gpudeck)", 1)[1].split("\n## ", 1)[0]
+    section = text.split("## Packages (backend/gpudeck)", 1)[1].split("\n#", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     table = {}
     for row in rows:
@@ -85,3 +85,39 @@ def test_the_table_is_read_row_by_row() -> None:
         "| `main.py` | the app | `api`, `core` (settings) |\n\n## Next\n| `x/` | y | `z` |\n"
     )
     assert documented_imports(text) == {"core": set(), "main": {"api", "core"}}
+
+
+def documented_groups(text: str) -> dict[str, set[str]]:
+    """The service-group table: group -> the groups its `uses` column names."""
+    section = text.split("### Service groups (`services/`)", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    table = {}
+    for row in rows:
+        name, _job, uses = (c.strip() for c in row.strip("|").split("|"))
+        table[_name(name)] = set(re.findall(r"`([^`]+)`", uses))
+    return table
+
+
+def real_group_imports() -> dict[str, set[str]]:
+    """Each group (or top-level module but `errors`) of gpudeck.services -> the groups it
+    imports. `errors` is everyone's: not a row."""
+    graph = grimp.build_graph(ROOT)
+    prefix = f"{ROOT}.services."
+    out: dict[str, set[str]] = {}
+    for module in graph.modules:
+        if not module.startswith(prefix) or (group := module.split(".")[2]) == "errors":
+            continue
+        out.setdefault(group, set())
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported.startswith(prefix):
+                other = imported.split(".")[2]
+                if other not in (group, "errors"):
+                    out[group].add(other)
+    return out
+
+
+def test_the_service_group_table_lists_exactly_the_imports_the_groups_have(doc: str) -> None:
+    table, real = documented_groups(doc), real_group_imports()
+    assert sorted(table) == sorted(real), "one row per group of services/ (errors.py aside)"
+    for group in sorted(real):
+        assert table[group] == real[group], (group, sorted(table[group]), sorted(real[group]))

@@ -18,7 +18,7 @@ from stores import RedisStore, remove_root, temp_root
 from gpudeck.core.celery_app import make_celery, node_queue
 from gpudeck.core.config import Settings
 from gpudeck.core.redis import API_TIMEOUT_S, Breaker, RedisUnavailable, pinger, sync_client
-from gpudeck.services.dispatch import dispatch_job
+from gpudeck.services.queue.dispatch import dispatch_job
 
 
 @pytest.fixture

@@ -38,8 +38,8 @@ from gpudeck.core.linux import die_with_parent
 from gpudeck.core.redis import sync_client
 from gpudeck.engine import kinds
 from gpudeck.engine.events import decode
-from gpudeck.services.job_events import job_stream
-from gpudeck.services.nodes import issue_token
+from gpudeck.services.cluster.nodes import issue_token
+from gpudeck.services.jobs.events import job_stream
 
 WHY_NOT = netns.available()
 pytestmark = pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")

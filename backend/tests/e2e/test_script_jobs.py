@@ -31,7 +31,7 @@ from gpudeck.core.config import Settings, get_settings
 from gpudeck.engine import kinds
 from gpudeck.engine.command import TOKEN_ENV, job_processes
 from gpudeck.schemas.advice import format_bytes, nice_bytes
-from gpudeck.services.sampler_store import DatabaseSamplerStore
+from gpudeck.services.cluster.sampler_store import DatabaseSamplerStore
 from gpudeck.telemetry.sampler import Sampler
 from gpudeck.telemetry.simulated import SimulatedProvider
 from gpudeck.telemetry.stream import managed_pids

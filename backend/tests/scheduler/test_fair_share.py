@@ -8,8 +8,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from gpudeck.models import JobStatus
-from gpudeck.services import job_state
-from gpudeck.services.queue import usage_by_owner
+from gpudeck.services.jobs import state as job_state
+from gpudeck.services.queue.snapshot import usage_by_owner
 
 S = JobStatus
 NO_DECAY = 1e9

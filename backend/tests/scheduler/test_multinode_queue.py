@@ -20,9 +20,12 @@ from gpudeck.models import Job, JobNode, JobStatus
 from gpudeck.scheduler.duties import Context, schedule_queue
 from gpudeck.scheduler.service import Scheduler
 from gpudeck.schemas.jobs import JobCreate
-from gpudeck.services import jobs as job_service
-from gpudeck.services import queue, queue_actions, runs
-from gpudeck.services.queue_plan import Start
+from gpudeck.services.jobs import cancel
+from gpudeck.services.queue import actions as queue_actions
+from gpudeck.services.queue import passes
+from gpudeck.services.queue.plan import Start
+from gpudeck.services.runs import lifecycle as runs
+from gpudeck.services.submit import submission
 
 SAE = {"steps": 10, "batch_size": 96}  # splits over 1, 2, 3 or 4 devices
 
@@ -46,7 +49,7 @@ def nodes(db: Session) -> None:
 
 def submit(db: Session, **body: object) -> Job:
     spec = JobCreate.model_validate({"kind": "sae", "config": SAE, **body})
-    job = job_service.create_job(db, spec, owner="tester")
+    job = submission.create_job(db, spec, owner="tester")
     db.commit()
     return job
 
@@ -70,12 +73,12 @@ def placed(db: Session, job_id: int) -> list[tuple[int, str, int]]:
 
 def end(db: Session, job: Job) -> None:
     """The holder ends (a placed job cancelled before it ran): its devices are freed."""
-    job_service.cancel_job(db, job.id)
+    cancel.cancel_job(db, job.id)
     db.commit()
 
 
 def infos(ctx: Context, db: Session) -> dict[int, tuple[str, str]]:
-    plan = queue.compute_plan(db, None, half_life_s=86400)
+    plan = passes.compute_plan(db, None, half_life_s=86400)
     db.rollback()
     return {i: (info.reason_code, info.reason) for i, info in plan.infos.items()}
 
@@ -197,12 +200,12 @@ def test_a_start_that_lost_a_race_reserves_nothing_of_the_job(
     job = submit(db, devices=on(("alpha", 0), ("beta", 0)), hold=True)
     queue_actions.set_held(db, job.id, False)
     db.commit()
-    decided = queue.compute_plan(db, None, half_life_s=86400).starts
+    decided = passes.compute_plan(db, None, half_life_s=86400).starts
     db.rollback()
     assert [s.job_id for s in decided] == [job.id]
     thief = submit(db, devices=on(("beta", 0)), queue=False)  # takes beta/0 meanwhile
     assert placed(db, thief.id)
-    assert queue.start(db, Start(job.id, decided[0].devices)) is False
+    assert passes.start(db, Start(job.id, decided[0].devices)) is False
     db.commit()
     assert placed(db, job.id) == []
 

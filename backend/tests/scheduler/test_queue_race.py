@@ -21,7 +21,7 @@ from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
 from gpudeck.models import JobStatus
 from gpudeck.scheduler.service import Scheduler
-from gpudeck.services import job_state
+from gpudeck.services.jobs import state as job_state
 
 CLIENTS = 200
 

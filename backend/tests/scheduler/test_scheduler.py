@@ -17,7 +17,7 @@ from gpudeck.models import JobStatus
 from gpudeck.scheduler.contact import Contact
 from gpudeck.scheduler.duties import reap_lost_jobs
 from gpudeck.scheduler.service import Scheduler
-from gpudeck.services import jobs as job_service
+from gpudeck.services.jobs import lookup
 
 
 def _stale(db: Session, job_id: int, seconds: int = 60) -> None:
@@ -64,7 +64,7 @@ def test_reaps_only_after_a_lease_of_unbroken_contact(
         assert contact.unbroken_s(now=101.2) < settings.heartbeat_lease_s
         assert reap_lost_jobs(scheduler.ctx) == []
         db.expire_all()
-        assert job_service.get_job(db, job.id).status == JobStatus.running
+        assert lookup.get_job(db, job.id).status == JobStatus.running
     finally:
         engine.dispose()
 
@@ -100,10 +100,10 @@ def test_leader_reaps_a_stale_job_once_in_contact(
     try:
         for _ in range(100):
             db.expire_all()
-            if job_service.get_job(db, job.id).status == JobStatus.lost:
+            if lookup.get_job(db, job.id).status == JobStatus.lost:
                 break
             stop.wait(0.1)
-        assert job_service.get_job(db, job.id).status == JobStatus.lost
+        assert lookup.get_job(db, job.id).status == JobStatus.lost
     finally:
         stop.set()
         runner.join()
@@ -129,7 +129,7 @@ def test_leader_dispatches_a_job_the_broker_never_took(
             stop.wait(0.1)
         assert redis_client.llen(node_queue(TEST_NODE)) == 1
         db.expire_all()
-        assert job_service.get_job(db, job.id).dispatched_at is not None
+        assert lookup.get_job(db, job.id).dispatched_at is not None
     finally:
         stop.set()
         runner.join()

@@ -1,5 +1,5 @@
 """The scheduler's pass reads in full only the waiting jobs new or changed since its last pass
-(queue.WaitingCache); what it takes must always equal a full read, whatever changed."""
+(queue_waiting.WaitingCache); what it takes must always equal a full read, whatever changed."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from sqlalchemy.orm import Session
 
 from gpudeck.models import JobStatus
 from gpudeck.schemas.jobs import JobCreate
-from gpudeck.services import jobs as job_service
-from gpudeck.services import queue, queue_actions
+from gpudeck.services.queue import actions as queue_actions
+from gpudeck.services.queue import waiting as queue_waiting
+from gpudeck.services.submit import submission
 
 
-def _read(db: Session, cache: queue.WaitingCache | None) -> dict[int, object]:
+def _read(db: Session, cache: queue_waiting.WaitingCache | None) -> dict[int, object]:
     db.rollback()  # a fresh statement snapshot, as each pass has
-    return {w.id: w for w in queue.waiting_jobs(db, 0.0, cache)}
+    return {w.id: w for w in queue_waiting.waiting_jobs(db, 0.0, cache)}
 
 
 def _waiting(db: Session, depends_on: list[int] | None = None) -> int:
@@ -25,7 +26,7 @@ def _waiting(db: Session, depends_on: list[int] | None = None) -> int:
         devices=[{"index": 0, "node": TEST_NODE}],  # type: ignore[list-item]
         depends_on=depends_on or [],
     )
-    job = job_service.create_job(db, spec, owner="tester")
+    job = submission.create_job(db, spec, owner="tester")
     db.commit()
     return int(job.id)
 
@@ -34,7 +35,7 @@ def test_the_cached_read_equals_a_full_read_through_every_change(db: Session, de
     holder = make_job(db, devices=[0])  # device 0 held: every job below waits
     first, second, third = _waiting(db), _waiting(db), _waiting(db)
     dependent = _waiting(db, depends_on=[holder.id])
-    cache = queue.WaitingCache()
+    cache = queue_waiting.WaitingCache()
     assert _read(db, cache) == _read(db, None)
     assert set(_read(db, cache)) == {first, second, third, dependent}
 
@@ -57,7 +58,7 @@ def test_an_unchanged_queue_is_read_as_versions_only(db: Session, devices: str) 
     make_job(db, devices=[0])
     for _ in range(3):
         _waiting(db)
-    cache = queue.WaitingCache()
+    cache = queue_waiting.WaitingCache()
     _read(db, cache)
     engine = db.get_bind()
     with statements_run(engine) as statements:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from gpudeck.core.config import Settings
 from gpudeck.scheduler.service import Scheduler
 from gpudeck.scheduler.wake import WakeListener, WakeSignal
-from gpudeck.services import job_state
+from gpudeck.services.jobs import state as job_state
 
 
 def test_an_urgent_wake_up_is_at_once_and_is_consumed() -> None:

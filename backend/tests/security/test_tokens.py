@@ -11,7 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from gpudeck.core.security import looks_like_token, new_token
-from gpudeck.services import users as user_service
+from gpudeck.services.accounts import users as user_service
 
 
 def test_token_shape() -> None:

@@ -8,8 +8,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.celery_app import RUN_JOB_TASK
 from gpudeck.models import Allocation, JobStatus
-from gpudeck.services import jobs as job_service
-from gpudeck.services import reaper, runs
+from gpudeck.services.jobs import cancel, lookup
+from gpudeck.services.runs import lifecycle as runs
+from gpudeck.services.runs import reaper
 
 
 def live_allocations(db: Session, job_id: int) -> int:
@@ -36,7 +37,7 @@ def test_a_job_of_another_node_is_not_claimed(db: Session, devices: str) -> None
 def test_heartbeat_reports_cancel_and_drops_finished_jobs(db: Session, devices: str) -> None:
     running = make_job(db, devices=[0], status=JobStatus.running)
     done = make_job(db, devices=[1], status=JobStatus.succeeded)
-    job_service.cancel_job(db, running.id)
+    cancel.cancel_job(db, running.id)
     pulses = runs.heartbeat(db, [running.id, done.id])
     db.commit()
     assert set(pulses) == {running.id}
@@ -69,8 +70,8 @@ def test_reaper_marks_stale_jobs_lost_once(
         second.commit()
     assert reaped_first == [stale.id] and reaped_second == []
     db.expire_all()
-    assert job_service.get_job(db, stale.id).status == JobStatus.lost
-    assert job_service.get_job(db, fresh.id).status == JobStatus.running
+    assert lookup.get_job(db, stale.id).status == JobStatus.lost
+    assert lookup.get_job(db, fresh.id).status == JobStatus.running
     assert live_allocations(db, stale.id) == 0 and live_allocations(db, fresh.id) == 1
 
 

@@ -15,8 +15,8 @@ from telemetry.fake_nvml import GIB, FakeGpu, InstallNvml
 
 from gpudeck.core.config import SimulatedDeviceSpec
 from gpudeck.models import Device, JobStatus
-from gpudeck.services import runs
-from gpudeck.services.sampler_store import DatabaseSamplerStore
+from gpudeck.services.cluster.sampler_store import DatabaseSamplerStore
+from gpudeck.services.runs import lifecycle as runs
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.devices import DeviceInfo
 from gpudeck.telemetry.nvml import NvmlProvider

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.db import make_engine, make_sessionmaker
 from gpudeck.models import JobLogChunk, JobStatus
-from gpudeck.services import rank_logs
+from gpudeck.services.jobs import rank_logs
 from gpudeck.worker.log_shipper import LogShipper, ship_leftovers
 
 CAP = 16 * 1024 * 1024

@@ -1,4 +1,5 @@
-"""The rate a running job's relay measures, which expected starts use (services/queue.py)."""
+"""The rate a running job's relay measures, which expected starts use
+(services/queue/snapshot.py)."""
 
 from __future__ import annotations
 

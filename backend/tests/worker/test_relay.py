@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.db import make_engine, make_sessionmaker
 from gpudeck.models import JobMetric
-from gpudeck.services.job_events import job_stream
+from gpudeck.services.jobs.events import job_stream
 from gpudeck.worker import relay as relay_module
 from gpudeck.worker.relay import EventRelay
 

@@ -23,8 +23,8 @@ from gpudeck.schemas.users import (
     UserUpdate,
     token_created,
 )
-from gpudeck.services import audit
-from gpudeck.services import users as user_service
+from gpudeck.services.accounts import audit
+from gpudeck.services.accounts import users as user_service
 from gpudeck.services.errors import Forbidden
 
 router = APIRouter(prefix="/api", tags=["auth"])

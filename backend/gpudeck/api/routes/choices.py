@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from gpudeck.api.deps import CurrentUser, SettingsDep
 from gpudeck.schemas.choices import DataChoicePublic
-from gpudeck.services import data_choices
+from gpudeck.services.data import choices as data_choices
 
 router = APIRouter(prefix="/api/choices", tags=["datasets"])
 

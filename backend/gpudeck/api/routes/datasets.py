@@ -7,8 +7,8 @@ from fastapi import APIRouter, Query, Request, status
 from gpudeck.api.deps import CurrentUser, SessionDep, SettingsDep
 from gpudeck.schemas.common import ErrorResponse
 from gpudeck.schemas.datasets import DATASET_NAME_PATTERN, DatasetPublic
-from gpudeck.services import audit
-from gpudeck.services import datasets as dataset_service
+from gpudeck.services.accounts import audit
+from gpudeck.services.data import datasets as dataset_service
 
 router = APIRouter(prefix="/api/datasets", tags=["datasets"])
 

@@ -21,7 +21,7 @@ from gpudeck.schemas.estimates import (
     MaxBatchRequest,
 )
 from gpudeck.services.errors import InvalidInput
-from gpudeck.services.jobs import validate_config
+from gpudeck.services.submit.checks import validate_config
 
 router = APIRouter(prefix="/api/estimate", tags=["estimates"])
 # An unknown kind or invalid config is a 422 in FastAPI's own validation-error shape (the error

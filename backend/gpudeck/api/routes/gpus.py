@@ -7,8 +7,8 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from gpudeck.api.deps import SessionDep
 from gpudeck.schemas.gpus import GpuPublic, NodePublic
-from gpudeck.services import telemetry
-from gpudeck.services.inventory import list_nodes
+from gpudeck.services.cluster import telemetry
+from gpudeck.services.cluster.inventory import list_nodes
 from gpudeck.telemetry.schema import TelemetryHistory
 
 router = APIRouter(prefix="/api", tags=["gpus"])

@@ -27,21 +27,16 @@ from gpudeck.schemas.job_runs import (
 )
 from gpudeck.schemas.jobs import JobPublic
 from gpudeck.schemas.map_ranks import FollowUpPublic, MapProgressPublic
-from gpudeck.services import (
-    audit,
-    checkpoints,
-    follow_up,
-    job_events,
-    job_state,
-    map_ranks,
-    rank_logs,
-    runs,
-)
-from gpudeck.services import jobs as job_service
-from gpudeck.services import resume as resume_service
-from gpudeck.services.dispatch import dispatch_job, mark_dispatched
+from gpudeck.services.accounts import audit
 from gpudeck.services.errors import InvalidInput
-from gpudeck.services.jobs import get_job
+from gpudeck.services.jobs import checkpoints, map_ranks, rank_logs
+from gpudeck.services.jobs import events as job_events
+from gpudeck.services.jobs import state as job_state
+from gpudeck.services.jobs.lookup import get_job
+from gpudeck.services.queue.dispatch import dispatch_job, mark_dispatched
+from gpudeck.services.runs import lifecycle as runs
+from gpudeck.services.submit import checks, follow_up
+from gpudeck.services.submit import resume as resume_service
 
 router = APIRouter(prefix="/api/jobs", tags=["job runs"])
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
@@ -285,7 +280,7 @@ def resume_job(
     body: JobResume | None = None,
 ) -> JobPublic:
     """A new job continuing this one from its newest complete checkpoint."""
-    job_service.check_may_submit(job.kind, user)  # resuming a script runs its code again
+    checks.check_may_submit(job.kind, user)  # resuming a script runs its code again
     resumed = resume_service.resume_job(
         session, job.id, body or JobResume(), owner=user.name, data_dir=settings.data_dir
     )

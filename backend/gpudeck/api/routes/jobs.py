@@ -8,10 +8,12 @@ from gpudeck.api import queue_view
 from gpudeck.api.deps import CurrentUser, OwnedJob, SessionDep, submitter
 from gpudeck.schemas.common import ErrorResponse
 from gpudeck.schemas.jobs import JobCreate, JobPublic, JobsPublic, StatusFilter
-from gpudeck.services import audit
-from gpudeck.services import jobs as job_service
-from gpudeck.services.dispatch import dispatch_to_nodes, mark_dispatched
-from gpudeck.services.placement import live_memory_or_none
+from gpudeck.services.accounts import audit
+from gpudeck.services.jobs import cancel as jobs_cancel
+from gpudeck.services.jobs import lookup
+from gpudeck.services.placement.live_memory import live_memory_or_none
+from gpudeck.services.queue.dispatch import dispatch_to_nodes, mark_dispatched
+from gpudeck.services.submit import checks, submission
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="job id")]
@@ -38,9 +40,9 @@ def create_job(
     queue, or with `queue: false` the answer is 409. A waiting job's `queue` in the answer
     is its place as of the scheduler's last pass (no pass runs here, so 200 clients submit at
     once); GET /api/jobs/{id} or GET /api/queue show it from a pass of their own."""
-    job_service.check_may_submit(spec.kind, user)
+    checks.check_may_submit(spec.kind, user)
     settings = request.app.state.settings
-    job = job_service.create_job(
+    job = submission.create_job(
         session,
         spec,
         owner=submitter(request, user),
@@ -66,14 +68,14 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> JobsPublic:
-    jobs, total = job_service.list_jobs(session, statuses=status, limit=limit, offset=offset)
+    jobs, total = lookup.list_jobs(session, statuses=status, limit=limit, offset=offset)
     items = queue_view.public(session, request, jobs)
     return JobsPublic(items=items, total=total, limit=limit, offset=offset)
 
 
 @router.get("/{job_id}", responses={404: {"model": ErrorResponse}})
 def get_job(job_id: JobId, session: SessionDep, request: Request) -> JobPublic:
-    return queue_view.one(session, request, job_service.get_job(session, job_id))
+    return queue_view.one(session, request, lookup.get_job(session, job_id))
 
 
 @router.post(
@@ -85,7 +87,7 @@ def get_job(job_id: JobId, session: SessionDep, request: Request) -> JobPublic:
     },
 )
 def cancel_job(owned: OwnedJob, session: SessionDep, user: CurrentUser) -> JobPublic:
-    job = job_service.cancel_job(session, owned.id)
+    job = jobs_cancel.cancel_job(session, owned.id)
     audit.record(session, user, audit.JOB_CANCEL, f"job:{job.id}")
     session.commit()
     return JobPublic.model_validate(job)

@@ -13,8 +13,10 @@ from gpudeck.schemas.common import ErrorResponse
 from gpudeck.schemas.jobs import JobPatch, JobPublic, QueuePublic
 from gpudeck.schemas.quotas import QuotaPublic, QuotaUpdate
 from gpudeck.schemas.users import USER_NAME_PATTERN
-from gpudeck.services import audit, queue, queue_actions
-from gpudeck.services import users as user_service
+from gpudeck.services.accounts import audit
+from gpudeck.services.accounts import users as user_service
+from gpudeck.services.queue import actions as queue_actions
+from gpudeck.services.queue import waiting as queue_waiting
 
 router = APIRouter(prefix="/api", tags=["queue"])
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -35,7 +37,7 @@ def get_queue(
 ) -> QueuePublic:
     """Waiting jobs in scheduling order (position 1 starts next), each with its reason."""
     infos = queue_view.current_infos(session, request)
-    jobs = queue.ordered_waiting(session, infos, owner)
+    jobs = queue_waiting.ordered_waiting(session, infos, owner)
     items = [JobPublic.model_validate(j) for j in jobs]
     for item in items:
         item.queue = infos.get(item.id)

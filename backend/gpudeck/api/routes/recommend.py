@@ -6,9 +6,9 @@ from fastapi import APIRouter, Request
 
 from gpudeck.api.deps import SessionDep
 from gpudeck.schemas.recommend import RecommendationPublic, RecommendRequest
-from gpudeck.services.placement import candidates
-from gpudeck.services.recommend import recommend
-from gpudeck.services.telemetry import device_views
+from gpudeck.services.cluster.telemetry import device_views
+from gpudeck.services.placement.live_memory import candidates
+from gpudeck.services.placement.recommend import recommend
 
 router = APIRouter(prefix="/api/gpus", tags=["gpus"])
 

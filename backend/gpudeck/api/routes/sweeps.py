@@ -12,9 +12,10 @@ from gpudeck.core.security import Principal
 from gpudeck.models import Sweep
 from gpudeck.schemas.common import ErrorResponse
 from gpudeck.schemas.sweeps import SweepCancelled, SweepCreate, SweepPublic, SweepSummary
-from gpudeck.services import audit, sweeps
-from gpudeck.services import jobs as job_service
+from gpudeck.services.accounts import audit
 from gpudeck.services.errors import Forbidden
+from gpudeck.services.submit import checks
+from gpudeck.services.sweeps import control, create
 
 router = APIRouter(prefix="/api/sweeps", tags=["sweeps"])
 SweepId = Annotated[int, Path(ge=1, le=2**63 - 1, description="sweep id")]
@@ -36,9 +37,9 @@ def create_sweep(
     """Every member is validated as a job would be, then all are created in one transaction
     (or none: a 422 names the member's index, its values and the field). They wait for the
     scheduler, which runs at most `max_parallel` of them at once."""
-    job_service.check_may_submit(spec.job.kind, user)
+    checks.check_may_submit(spec.job.kind, user)
     settings = request.app.state.settings
-    sweep = sweeps.create_sweep(
+    sweep = create.create_sweep(
         session,
         spec,
         owner=submitter(request, user),
@@ -46,24 +47,24 @@ def create_sweep(
     )
     audit.record(session, user, audit.SWEEP_SUBMIT, f"sweep:{sweep.id}", kind=sweep.kind)
     session.commit()
-    return sweeps.public(session, sweep)
+    return control.public(session, sweep)
 
 
 @router.get("")
 def list_sweeps(
     session: SessionDep, limit: Annotated[int, Query(ge=1, le=500)] = 50
 ) -> list[SweepSummary]:
-    return sweeps.list_sweeps(session, limit)
+    return control.list_sweeps(session, limit)
 
 
 @router.get("/{sweep_id}", responses=NOT_FOUND)
 def get_sweep(sweep_id: SweepId, session: SessionDep) -> SweepPublic:
     """The members with their status, parameter values and newest metrics."""
-    return sweeps.public(session, sweeps.get_sweep(session, sweep_id))
+    return control.public(session, control.get_sweep(session, sweep_id))
 
 
 def _owned(session: SessionDep, sweep_id: int, user: Principal) -> Sweep:
-    sweep = sweeps.get_sweep(session, sweep_id)
+    sweep = control.get_sweep(session, sweep_id)
     if not user.may_manage(sweep.owner):
         raise Forbidden(f"sweep {sweep_id} belongs to {sweep.owner}", field="sweep_id")
     return sweep
@@ -74,13 +75,13 @@ def cancel_sweep(sweep_id: SweepId, session: SessionDep, user: CurrentUser) -> S
     """Every member not yet ended: the waiting ones are cancelled at once, a running one stops
     after its final checkpoint. Audited as the sweep's cancel and each member's."""
     sweep = _owned(session, sweep_id, user)
-    done = sweeps.cancel_sweep(session, sweep_id)
+    done = control.cancel_sweep(session, sweep_id)
     audit.record(session, user, audit.SWEEP_CANCEL, f"sweep:{sweep_id}")
     members = [f"job:{j}" for j in [*done.ended, *done.stopping]]
     audit.record_many(session, user, audit.JOB_CANCEL, members, sweep=sweep_id)
     session.commit()
     return SweepCancelled(
-        **dict(sweeps.public(session, sweep)),
+        **dict(control.public(session, sweep)),
         cancelled=len(done.ended),
         stopping=len(done.stopping),
     )
@@ -93,8 +94,8 @@ def resume_sweep(
     """Every member that failed or was cancelled (lost, timed out) runs again, from its newest
     checkpoint where it has one; they wait for their turn under max_parallel."""
     sweep = _owned(session, sweep_id, user)
-    job_service.check_may_submit(sweep.kind, user)
-    again = sweeps.resume_sweep(
+    checks.check_may_submit(sweep.kind, user)
+    again = control.resume_sweep(
         session,
         sweep_id,
         owner=submitter(request, user),
@@ -102,7 +103,7 @@ def resume_sweep(
     )
     audit.record(session, user, audit.JOB_RESUME, f"sweep:{sweep_id}", jobs=again)
     session.commit()
-    return sweeps.public(session, sweep)
+    return control.public(session, sweep)
 
 
 @router.post("/{sweep_id}/hold", responses={**NOT_FOUND, 403: {"model": ErrorResponse}})
@@ -118,8 +119,8 @@ def release_sweep(sweep_id: SweepId, session: SessionDep, user: CurrentUser) -> 
 
 def _set_held(session: SessionDep, sweep_id: int, user: Principal, *, held: bool) -> SweepPublic:
     sweep = _owned(session, sweep_id, user)
-    sweeps.set_sweep_held(session, sweep_id, held)
+    control.set_sweep_held(session, sweep_id, held)
     action = audit.JOB_HOLD if held else audit.JOB_RELEASE
     audit.record(session, user, action, f"sweep:{sweep_id}")
     session.commit()
-    return sweeps.public(session, sweep)
+    return control.public(session, sweep)

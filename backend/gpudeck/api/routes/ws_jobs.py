@@ -26,10 +26,11 @@ from gpudeck.core.tasks import cancel_and_wait
 from gpudeck.engine.events import decode
 from gpudeck.models import JobStatus
 from gpudeck.schemas.jobs import JobPublic
-from gpudeck.services import job_events, job_state
 from gpudeck.services.errors import DomainError, Forbidden
-from gpudeck.services.job_events import StreamReply
-from gpudeck.services.jobs import get_job
+from gpudeck.services.jobs import events as job_events
+from gpudeck.services.jobs import state as job_state
+from gpudeck.services.jobs.events import StreamReply
+from gpudeck.services.jobs.lookup import get_job
 
 router = APIRouter(tags=["job runs"])
 QUEUE_FRAMES = 1000

@@ -14,7 +14,7 @@ from rankrunner import make_spec, read_events, run_ranks
 
 from gpudeck.engine.events import decode
 from gpudeck.engine.map import output
-from gpudeck.services.map_ranks import summarize
+from gpudeck.services.jobs.map_ranks import summarize
 
 KIND = ["gpudeck.kinds.map:KIND"]
 STRATEGIES: dict[str, dict[str, Any]] = {

@@ -23,7 +23,7 @@ from gpudeck.engine.kinds import get_kind
 from gpudeck.kinds.sae import memory, memory_trace
 from gpudeck.kinds.sae.config import DdpOptions, FileDataset, SaeConfig, SyntheticDataset
 from gpudeck.kinds.sae.memory_trace import TraceSpec
-from gpudeck.services.sweep_params import with_values
+from gpudeck.services.sweeps.params import with_values
 
 # Small enough to trace in a fraction of a second.
 BASE = {"d_in": 16, "d_sae": 64, "batch_size": 32, "steps": 100, "dataset": {"type": "synthetic"}}

@@ -21,7 +21,7 @@ from gpudeck.kinds.sae_eval.config import (
     SaeEvalConfig,
 )
 from gpudeck.kinds.sae_eval.memory import estimate_memory
-from gpudeck.services.sweep_params import with_values
+from gpudeck.services.sweeps.params import with_values
 
 LM = {"type": "lm", "model": "gpt2-tiny", "input": "tokens.npy", "hook": "transformer.h.0"}
 BASE = {"source_job": SOURCE_JOB, "step": 5, "loss_recovered": LM}

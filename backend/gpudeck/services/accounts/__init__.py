@@ -1,0 +1,1 @@
+"""Users, their API tokens and permissions, and the audit trail."""

@@ -1,0 +1,158 @@
+"""The scheduling pass's values: devices, the jobs holding and waiting for them, the policy,
+and the decisions a pass returns. Plain frozen dataclasses: the pass reads no database."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gpudeck.schemas.jobs import ReasonCode
+
+Key = tuple[str, str]  # (node, uuid)
+FAILED_DEPENDENCY = frozenset({"failed", "cancelled", "lost", "timeout", "stopped_early"})
+NEVER = math.inf
+EMPTY: frozenset[Key] = frozenset()  # no devices: no reservation to protect yet
+
+
+@dataclass(frozen=True)
+class Dev:
+    node: str
+    uuid: str
+    index: int
+    holder: int | None = None  # the job holding it (a live allocation)
+    external: bool = False  # a process GPUDeck did not start runs on it
+    usable_bytes: int | None = None  # free memory less the safety margin; None: no reading
+    online: bool = True  # its node reports (sampler heartbeat): only then may a job start on it
+    releasing: bool = False  # its holder ended; its node has not confirmed its ranks are gone
+    key: Key = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Computed once: a pass over 10,000 jobs looks it up millions of times.
+        object.__setattr__(self, "key", (self.node, self.uuid))
+
+
+@dataclass(frozen=True)
+class Holding:
+    """A job that holds devices (starting, running, or placed and about to start)."""
+
+    id: int
+    owner: str
+    devices: tuple[Key, ...]
+    # When it is expected to end: from its measured rate, else from how long its owner's
+    # jobs ran against their limits (never past its time limit: `estimated`); or its start
+    # plus its time limit, by which it holds nothing.
+    ends_at: float
+    priority: int = 0
+    preemptible: bool = False  # running and marked preemptible: may be stopped for a higher one
+    stopping: bool = False  # its preemption was already asked for: it frees its devices soon
+    estimated: bool = False  # ends_at is an estimate, not its time limit
+    sweep: int | None = None  # the sweep it is a member of
+    ended: bool = False  # it has ended; its devices are releasing (a node has not confirmed)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    id: int
+    owner: str
+    node: str
+    world_size: int
+    submitted_at: float
+    time_limit_s: float
+    priority: int = 0
+    requested: tuple[str, ...] | None = None  # explicit uuids on `node`; None: a count
+    bytes_per_device: int | None = None
+    held: bool = False
+    # The status of each job it depends on (id -> status).
+    dependencies: Mapping[int, str] = field(default_factory=dict)
+    # Named devices on several nodes: the node of each of `requested` (None: all on `node`).
+    requested_nodes: tuple[str, ...] | None = None
+    # A count spread over nodes: the node counts it may run on, fewest first (each divides
+    # world_size; `node` is then ignored). None: a count on `node`, or named devices.
+    node_counts: tuple[int, ...] | None = None
+    # A sweep's member: its sweep, and how many of that sweep's members may run at once.
+    sweep: int | None = None
+    sweep_max_parallel: int | None = None
+    # The (node, uuid) of each named device, in rank order; None: a count.
+    wanted: tuple[Key, ...] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        wanted = None
+        if self.requested is not None:
+            nodes = self.requested_nodes or (self.node,) * len(self.requested)
+            wanted = tuple(zip(nodes, self.requested, strict=True))
+        object.__setattr__(self, "wanted", wanted)
+
+
+@dataclass(frozen=True)
+class Quota:
+    max_devices: int | None = None
+    max_queued_jobs: int | None = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    order: Literal["fifo", "fair"] = "fair"  # fifo: age only; fair: priority, fair share, age
+    backfill: bool = True
+
+
+@dataclass(frozen=True)
+class Start:
+    job_id: int
+    devices: tuple[Dev, ...]  # in rank order
+
+
+@dataclass(frozen=True)
+class Info:
+    position: int
+    reason_code: ReasonCode
+    reason: str
+    expected_start: float | None  # same clock as `now`; None: unknown
+    # True when some job ahead is counted for its whole time limit (no measured rate yet):
+    # the job will likely start sooner than `expected_start`.
+    from_time_limits: bool = False
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """EASY's one protected reservation: the first job that cannot start, the earliest moment
+    its devices are free, and those devices."""
+
+    job_id: int
+    at: float
+    devices: frozenset[Key]
+
+
+@dataclass
+class Plan:
+    starts: list[Start] = field(default_factory=list)
+    cancels: list[tuple[int, str]] = field(default_factory=list)
+    # (running job to stop and queue again, the waiting job it makes room for)
+    preempts: list[tuple[int, int]] = field(default_factory=list)
+    infos: dict[int, Info] = field(default_factory=dict)
+    # When each device is next free once every waiting job is placed as estimated (NEVER:
+    # not expected): what a job submitted after this pass would find (services.queue.summary).
+    free_at: dict[Key, float] = field(default_factory=dict)
+
+
+def dependency_state(dependencies: Mapping[int, str]) -> tuple[str, str]:
+    """("ok" | "wait" | "failed", reason): after-success semantics."""
+    for dep_id, status in sorted(dependencies.items()):
+        if status in FAILED_DEPENDENCY:
+            return "failed", f"dependency job {dep_id} ended {status}"
+    waiting = [str(d) for d, s in sorted(dependencies.items()) if s != "succeeded"]
+    if waiting:
+        return "wait", f"waiting for job {', '.join(waiting)} to succeed"
+    return "ok", ""
+
+
+def order_key(job: Waiting, usage: Mapping[str, float], policy: Policy) -> tuple[float, ...]:
+    if policy.order == "fifo":
+        return (job.submitted_at, job.id)
+    return (-job.priority, usage.get(job.owner, 0.0), job.submitted_at, job.id)
+
+
+def fits(dev: Dev, need: int | None) -> bool:
+    """Whether the device's usable memory holds `need` bytes (no estimate or no reading: yes)."""
+    return need is None or dev.usable_bytes is None or dev.usable_bytes >= need

@@ -1,0 +1,222 @@
+"""The cluster as the pass takes it, read from the database: devices and who holds them, when
+running jobs are expected to end, each owner's fair-share usage, quotas and run shares. Takes a
+Session, never commits."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection
+from datetime import datetime
+
+from sqlalchemy import (
+    bindparam,
+    exists,
+    func,
+    select,
+    text,
+)
+from sqlalchemy.orm import Session
+
+from gpudeck.models import Allocation, Device, Job, JobRun, JobStatus, Node, UserQuota
+from gpudeck.services.cluster.inventory import OFFLINE_AFTER_S
+from gpudeck.services.jobs import state as job_state
+from gpudeck.services.placement.live_memory import Readings, usable
+from gpudeck.services.queue.plan import Dev, Holding, Quota, Waiting
+from gpudeck.services.queue.waiting import WaitingCache, waiting_jobs
+
+
+def free_devices(session: Session, node: str) -> int:
+    """Devices of the node with no live allocation and no external process (unlocked)."""
+    held = exists().where(
+        Allocation.node == Device.node,
+        Allocation.gpu_uuid == Device.uuid,
+        Allocation.released_at.is_(None),
+    )
+    query = select(func.count()).where(
+        Device.node == node, ~held, func.jsonb_array_length(Device.external_processes) == 0
+    )
+    return int(session.scalar(query) or 0)
+
+
+def usage_by_owner(session: Session, half_life_s: float) -> dict[str, float]:
+    """Each user's recent device-seconds, halved every `half_life_s` since the use ended (the
+    idea of Slurm's multifactor fair share). Counted per segment on devices (`job_runs`), so a
+    preempted job's earlier stretches count while it waits again; running ones up to now."""
+    end = func.coalesce(JobRun.ended_at, func.now())
+    seconds = func.extract("epoch", end - JobRun.started_at)
+    age = func.extract("epoch", func.now() - end)
+    weight = func.power(0.5, age / half_life_s)
+    rows = session.execute(
+        select(Job.owner, func.sum(Job.world_size * seconds * weight))
+        .join(JobRun, JobRun.job_id == Job.id)
+        .where(age < 20 * half_life_s)
+        .group_by(Job.owner)
+    ).all()
+    return {owner: float(total or 0.0) for owner, total in rows}
+
+
+def quotas(session: Session) -> dict[str, Quota]:
+    return {
+        q.user_name: Quota(q.max_devices, q.max_queued_jobs)
+        for q in session.scalars(select(UserQuota))
+    }
+
+
+_QUOTA_OF = select(UserQuota.max_devices, UserQuota.max_queued_jobs).where(
+    UserQuota.user_name == bindparam("owner")
+)
+
+
+def quota_of(session: Session, owner: str) -> Quota:
+    """One user's quota (no row: no limits); every submit reads it."""
+    row = session.execute(_QUOTA_OF, {"owner": owner}).first()
+    return Quota(row.max_devices, row.max_queued_jobs) if row is not None else Quota()
+
+
+def _epoch(value: datetime | None, default: float) -> float:
+    return value.timestamp() if value is not None else default
+
+
+def plan_device(
+    device: Device,
+    holders: dict[tuple[str, str], int],
+    live: Readings | None,
+    *,
+    online: bool = True,
+    releasing: Collection[int] = (),
+) -> Dev:
+    """An inventory row as the planner sees it: who holds it, whether an outside process runs
+    on it, and its usable free memory (None without a reading)."""
+    memory = (live or {}).get((device.node, device.uuid))
+    return Dev(
+        device.node,
+        device.uuid,
+        device.index,
+        holder=(holder := holders.get((device.node, device.uuid))),
+        releasing=holder is not None and holder in releasing,
+        external=bool(device.external_processes),
+        usable_bytes=usable(memory) if memory is not None else None,
+        online=online,
+    )
+
+
+def expected_end(
+    now: float, limit_at: float, step: int, total: int | None, rate: float | None
+) -> tuple[float, bool]:
+    """(when a running job is expected to end, whether that is an estimate): the steps left at
+    its measured rate, never past its time limit; without a rate, its time limit (a bound: a
+    job of 5,070 of 6,000 steps was counted for the rest of its 24 h, and the job waiting
+    behind it told "expected start in ~24 h" a minute before it started)."""
+    if rate is not None and rate > 0 and total is not None:
+        return min(limit_at, now + max(0, total - step) / rate), True
+    return limit_at, False
+
+
+# The last this many succeeded jobs of an owner, from the last RUN_SHARE_DAYS, tell how much
+# of their time limit that owner's jobs run; fewer than RUN_SHARE_MIN: none is assumed.
+RUN_SHARE_JOBS = 20
+
+
+RUN_SHARE_DAYS = 30
+
+
+RUN_SHARE_MIN = 3
+
+
+_RUN_SHARES = text(
+    """
+    SELECT owner, percentile_cont(0.5) WITHIN GROUP (ORDER BY share) FROM (
+        SELECT owner,
+               LEAST(1.0, EXTRACT(EPOCH FROM finished_at - started_at) / time_limit_s) AS share,
+               row_number() OVER (PARTITION BY owner ORDER BY finished_at DESC) AS n
+        FROM jobs
+        WHERE status = 'succeeded' AND started_at IS NOT NULL AND time_limit_s > 0
+          AND finished_at > now() - make_interval(days => :days)
+    ) recent
+    WHERE n <= :jobs
+    GROUP BY owner
+    HAVING count(*) >= :least
+    """
+)
+
+
+def run_shares(session: Session) -> dict[str, float]:
+    """Per owner, the median share of its time limit their recent jobs ran: how long a job of
+    theirs that has not started yet is expected to hold its devices (for the expected starts
+    of the jobs behind it; Tsafrir et al., 2007, use the user's recent runtimes the same way)."""
+    rows = session.execute(
+        _RUN_SHARES, {"days": RUN_SHARE_DAYS, "jobs": RUN_SHARE_JOBS, "least": RUN_SHARE_MIN}
+    )
+    return {owner: float(share) for owner, share in rows}
+
+
+def snapshot(
+    session: Session,
+    live: Readings | None,
+    cache: WaitingCache | None = None,
+) -> tuple[float, list[Dev], list[Holding], list[Waiting]]:
+    """(now, devices, jobs holding devices, waiting jobs) as the pass takes them; with a
+    `cache` (the scheduler's), only waiting jobs new or changed since its last pass are read
+    in full."""
+    now = _epoch(session.scalar(select(func.now())), 0.0)
+    holder, holding = _holdings(session, now)
+    releasing = {h.id for h in holding if h.ended}
+    # Only nodes whose sampler reports take new jobs (an offline node's worker may be gone).
+    fresh = Node.last_seen_at >= func.now() - func.make_interval(0, 0, 0, 0, 0, 0, OFFLINE_AFTER_S)
+    inventory = session.execute(
+        select(Device, fresh.label("online")).outerjoin(Node, Node.name == Device.node)
+    ).all()
+    devices = [
+        plan_device(d, holder, live, online=bool(online), releasing=releasing)
+        for d, online in inventory
+    ]
+    return now, devices, holding, waiting_jobs(session, now, cache)
+
+
+_HOLDS = (
+    select(
+        Allocation.node,
+        Allocation.gpu_uuid,
+        Job.id,
+        Job.owner,
+        Job.started_at,
+        Job.time_limit_s,
+        Job.priority,
+        Job.preemptible & (Job.status == JobStatus.running),
+        Job.preempt_requested_at.is_not(None),
+        Job.status.in_(list(job_state.TERMINAL)),
+        Job.progress_step,
+        Job.progress_total,
+        Job.progress_rate,
+        Job.sweep_id,
+    )
+    .join(Job, Job.id == Allocation.job_id)
+    .where(Allocation.released_at.is_(None))
+)
+
+
+def _holdings(session: Session, now: float) -> tuple[dict[tuple[str, str], int], list[Holding]]:
+    """(the job holding each held device, each holding job as the pass takes it)."""
+    holder: dict[tuple[str, str], int] = {}
+    held: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    meta: dict[int, tuple[str, float, int, bool, bool, bool, int | None, bool]] = {}
+    for row in session.execute(_HOLDS):
+        node, uuid, job_id, owner, started_at, limit, priority, preemptible, stopping = row[:9]
+        ended, step, total, rate, sweep = row[9:]
+        holder[(node, uuid)] = job_id
+        held[job_id].append((node, uuid))
+        # An ended job's devices free as soon as their node confirms its ranks are gone.
+        if ended:
+            ends, estimated = now, True
+        else:
+            ends, estimated = expected_end(now, _epoch(started_at, now) + limit, step, total, rate)
+        meta[job_id] = (owner, ends, priority, preemptible, stopping, estimated, sweep, ended)
+    holding = [
+        Holding(
+            j, owner, tuple(held[j]), ends, priority, preemptible, stopping, estimated, sweep,
+            ended=ended,
+        )
+        for j, (owner, ends, priority, preemptible, stopping, estimated, sweep, ended)
+        in meta.items()
+    ]  # fmt: skip
+    return holder, holding

@@ -1,0 +1,2 @@
+"""Sweeps: the members' parameters, creating a sweep through the submit pipeline, controlling
+it after, and early stopping."""
