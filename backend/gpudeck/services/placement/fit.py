@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from gpudeck.models import Device
 from gpudeck.services.errors import InvalidInput
-from gpudeck.services.placement.recommend import default_safety_margin
+from gpudeck.services.placement.recommend import usable_when_idle
 
 GiB = 1024**3
 
@@ -34,10 +34,8 @@ def check_fits(devices: Sequence[Device], bytes_per_device: int, field: str) -> 
     whole, less the safety margin), saying by how much."""
     if not devices:
         return
-    largest = max(
-        devices, key=lambda d: d.memory_total_bytes - default_safety_margin(d.memory_total_bytes)
-    )
-    room = largest.memory_total_bytes - default_safety_margin(largest.memory_total_bytes)
+    largest = max(devices, key=lambda d: usable_when_idle(d.memory_total_bytes))
+    room = usable_when_idle(largest.memory_total_bytes)
     if bytes_per_device <= room:
         return
     over = bytes_per_device - room

@@ -19,7 +19,7 @@ import redis
 from gpudeck.schemas.gpus import GpuPublic
 from gpudeck.services.cluster.telemetry import latest_samples, stale_after_s
 from gpudeck.services.errors import Conflict
-from gpudeck.services.placement.recommend import Candidate, default_safety_margin
+from gpudeck.services.placement.recommend import Candidate, default_safety_margin, usable_of
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def live_memory_or_none(r: redis.Redis) -> Readings | None:
 
 
 def usable(memory: LiveMemory) -> int:
-    return memory.memory_free_bytes - default_safety_margin(memory.memory_total_bytes)
+    return usable_of(memory.memory_free_bytes, memory.memory_total_bytes)
 
 
 def short_devices(

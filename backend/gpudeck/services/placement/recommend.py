@@ -57,10 +57,23 @@ def default_safety_margin(memory_total_bytes: int) -> int:
     return max(512 * MiB, memory_total_bytes // 20)
 
 
+def usable_of(free_bytes: int, total_bytes: int) -> int:
+    """The one usable-memory rule: a device's free memory less the safety margin of its size.
+    Every check of an estimate against a device reads it (recommendations, a submit's live
+    check, the pass, what can never fit)."""
+    return free_bytes - default_safety_margin(total_bytes)
+
+
+def usable_when_idle(total_bytes: int) -> int:
+    """What a device of this size can give a job with nothing else on it."""
+    return usable_of(total_bytes, total_bytes)
+
+
 def usable_bytes(device: Candidate, safety_margin_bytes: int | None = None) -> int:
-    margin = default_safety_margin(device.memory_total_bytes)
-    margin = margin if safety_margin_bytes is None else safety_margin_bytes
-    return (device.memory_free_bytes or 0) - margin
+    """A recommendation's rule: the request may set its own margin."""
+    if safety_margin_bytes is None:
+        return usable_of(device.memory_free_bytes or 0, device.memory_total_bytes)
+    return (device.memory_free_bytes or 0) - safety_margin_bytes
 
 
 def _key(device: Candidate) -> tuple[str, int, str]:

@@ -29,7 +29,7 @@ from gpudeck.services.errors import Conflict, InvalidInput, NotEnoughDevices, Un
 from gpudeck.services.placement import fit
 from gpudeck.services.placement.allocation import Chosen
 from gpudeck.services.placement.live_memory import InsufficientMemory
-from gpudeck.services.placement.recommend import default_safety_margin
+from gpudeck.services.placement.recommend import usable_when_idle
 from gpudeck.services.queue.plan import Dev, choose_spread
 from gpudeck.services.submit.checks import check_host_memory
 
@@ -177,7 +177,7 @@ def _online_devices(session: Session) -> list[Device]:
 
 
 def _usable(device: Device) -> int:
-    return device.memory_total_bytes - default_safety_margin(device.memory_total_bytes)
+    return usable_when_idle(device.memory_total_bytes)
 
 
 def _never_fits(placement: Placement, spec: JobCreate, estimate: int) -> None:
