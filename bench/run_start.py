@@ -2,7 +2,7 @@
 database or Redis configured: embedded ones are created), beside a restart on the same data
 directory measured in the same run, and seconds from Ctrl-C to a clean exit with nothing left.
 Two moments: the API serving (health answers, 200 or 503 `warming`: `gpudeck run` prints the
-URL) and ready (200, once its memory estimator and submit path are warm, main.warm_up).
+URL) and ready (200, once its memory estimator and submit path are warm, api/warm_up.py).
 
     .venv/bin/python bench/run_start.py
 """

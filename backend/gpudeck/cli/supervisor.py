@@ -80,7 +80,7 @@ def _store_parts(services: EmbeddedServices) -> list[Part]:
 
 def _wait_healthy(url: str, parts: list[Supervised], timeout_s: float) -> bool:
     """Until the API serves: /api/health 200, or 503 `warming` (it is up, importing torch and
-    tracing its first estimate, main.warm_up, before it says ready). A person opening the
+    tracing its first estimate, api/warm_up.py, before it says ready). A person opening the
     address needs no more, and warming takes seconds more beside the worker's own start."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""What a process's first submit would pay once, paid at start (main.warm_up): every kind's
+"""What a process's first submit would pay once, paid at start (api/warm_up.py): every kind's
 code imported, and the statements every request starts with (the token lookup, a token's
 last-use update) and the reads of the submit path (placement, quota, the queue pass)
 compiled into the engine's statement cache by running them. Nothing is found or written

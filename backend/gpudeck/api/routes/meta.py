@@ -26,7 +26,7 @@ async def health(request: Request, response: Response) -> dict[str, str]:
     global _health_limiter
     node = request.app.state.settings.node_name
     if not request.app.state.warm.is_set():
-        # A `gpudeck api` process is ready once warm (main.warm_up): the first submit after
+        # A `gpudeck api` process is ready once warm (api/warm_up.py): the first submit after
         # health answers must not wait seconds for torch's import and the first trace.
         response.status_code = 503
         response.headers["Retry-After"] = "1"
