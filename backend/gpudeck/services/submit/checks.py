@@ -122,6 +122,7 @@ def validate_config(kind_name: str, config: dict[str, Any], world_size: int) -> 
             raise InvalidInput([("kind", f"{kind_name!r} is unavailable: {refused.reason}")])
         known = ", ".join(sorted(registry()))
         raise InvalidInput([("kind", f"unknown job kind {kind_name!r}; known kinds: {known}")])
+    refuse_nul(config, "config")
     refuse_non_finite(config, "config")
     try:
         # Strict, as JSON: the same rules for every kind, plugins included ("16" is not an

@@ -26,7 +26,6 @@ from gpudeck.services.submit.checks import (
     check_reads_own_job,
     check_scheduling,
     inputs_due,
-    refuse_nul,
     validate_config,
 )
 from gpudeck.services.submit.estimates import EstimateMemo, estimate_bytes_per_device
@@ -109,7 +108,6 @@ def create_job(
     `may_start_now=False`: it waits for the scheduler whatever is free (a resumed sweep
     member: the scheduler keeps to the sweep's max_parallel)."""
     who = owner if isinstance(owner, Submitter) else Submitter(owner)
-    refuse_nul(spec.config, "config")
     placement = placement_request.resolve(session, spec)
     config = validate_config(spec.kind, spec.config, spec.world_size)
     prepared = prepare(session, spec, who, placement, data_dir, jobs=1)

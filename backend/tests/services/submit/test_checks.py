@@ -15,7 +15,7 @@ from gpudeck.engine.kinds import JobKind, registry
 from gpudeck.services.errors import InvalidInput
 from gpudeck.services.submit.checks import validate_config
 
-PLUGIN = Path(__file__).resolve().parents[3] / "examples" / "kinds" / "gpudeck-kind-linreg"
+PLUGIN = Path(__file__).resolve().parents[4] / "examples" / "kinds" / "gpudeck-kind-linreg"
 
 
 def kinds() -> dict[str, JobKind]:

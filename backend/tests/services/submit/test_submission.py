@@ -3,6 +3,8 @@ spec submitted as a job and as a sweep of one member gives the same row, and the
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -104,3 +106,41 @@ def test_both_paths_refuse_a_bad_spec_on_the_same_field(
     # The sweep names its member (members[0].config...) where a field is per member.
     assert field in str(as_sweep.value.extra) + str(as_sweep.value.field)
     assert db.scalar(select(Job.id).limit(1)) is None  # nothing was created by either
+
+
+def _steps_entered(call: Any) -> list[str]:
+    """The service modules the pipeline (submit/submission.py) calls into, in order: a run of
+    calls into one module is one entry."""
+    pipeline = submission.__name__
+    entered: list[str] = []
+
+    def profile(frame: Any, event: str, _arg: Any) -> None:
+        if event != "call" or frame.f_back is None:
+            return
+        module = frame.f_globals.get("__name__", "")
+        caller = frame.f_back.f_globals.get("__name__", "")
+        if caller == pipeline and module.startswith("gpudeck.services.") and module != pipeline:
+            if not entered or entered[-1] != module:
+                entered.append(module)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return entered
+
+
+def test_a_submit_enters_no_service_module_more_than_twice(db: Session, devices: str) -> None:
+    """Issue 34: following a job spec through the submit path call by call, no module is
+    re-entered more than twice (before the pipeline: 24 returns, 9 of them to jobs.py)."""
+    spec = JobCreate.model_validate(_spec(hold=False, count=2))
+    who = Submitter("dave")
+    submission.create_job(db, spec, owner=who)  # the estimate's first trace, the caches
+    db.rollback()
+    entered = _steps_entered(lambda: submission.create_job(db, spec, owner=who))
+    db.rollback()
+    steps = [m.removeprefix("gpudeck.services.") for m in entered]
+    assert steps[-1] == "submit.reserve", steps  # the path ran to its reservation
+    reentered = {m: n - 1 for m, n in Counter(steps).items() if n > 1}
+    assert all(n <= 2 for n in reentered.values()), steps
