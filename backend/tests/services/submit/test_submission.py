@@ -119,9 +119,9 @@ def _steps_entered(call: Any) -> list[str]:
             return
         module = frame.f_globals.get("__name__", "")
         caller = frame.f_back.f_globals.get("__name__", "")
-        if caller == pipeline and module.startswith("gpudeck.services.") and module != pipeline:
-            if not entered or entered[-1] != module:
-                entered.append(module)
+        into_a_step = module.startswith("gpudeck.services.") and module != pipeline
+        if caller == pipeline and into_a_step and (not entered or entered[-1] != module):
+            entered.append(module)
 
     sys.setprofile(profile)
     try:
