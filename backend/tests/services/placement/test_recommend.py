@@ -1,18 +1,28 @@
-"""Properties of the device recommender (pure: candidates in, devices and reasons out)."""
+"""Properties of the device recommender (pure: candidates in, devices and reasons out), and of
+the one usable-memory rule (`usable_of`, `usable_when_idle`) every memory check reads."""
 
 from __future__ import annotations
 
 from itertools import combinations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpudeck.models import Device
+from gpudeck.services.errors import InvalidInput
+from gpudeck.services.placement import fit, live_memory
 from gpudeck.services.placement.recommend import (
     Candidate,
+    MiB,
     default_safety_margin,
+    exclusion,
     recommend,
     usable_bytes,
+    usable_of,
+    usable_when_idle,
 )
+from gpudeck.services.submit import placement_request
 
 GiB = 1024**3
 STALE_AFTER_S = 10.0
@@ -150,6 +160,36 @@ def test_packed_keeps_the_large_device_whole() -> None:
     result = recommend([big, small], bytes_per_device=10 * GiB, count=1, strategy="packed")
     assert result.devices == (small,)
     assert default_safety_margin(80 * GiB) == 4 * GiB
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 200 * GiB).flatmap(lambda t: st.tuples(st.just(t), st.integers(0, t))))
+def test_every_memory_check_reads_the_one_usable_memory_rule(sizes: tuple[int, int]) -> None:
+    """Free memory less a margin of 512 MiB or 5 % of the device, whichever is larger: the
+    recommender, a submit's live check (live_memory), the pass's snapshot (live_memory.usable),
+    what can never fit a node (fit) and a submit's idle room (placement_request) agree on it."""
+    total, free = sizes
+    margin = free - usable_of(free, total)
+    assert margin == max(512 * MiB, total // 20) == default_safety_margin(total)
+    assert usable_when_idle(total) == usable_of(total, total)
+    assert usable_bytes(Candidate("a", "GPU-0", 0, "gpu", total, free)) == usable_of(free, total)
+    live = live_memory.LiveMemory("a", 0, total, free)
+    assert live_memory.usable(live) == usable_of(free, total)
+    device = Device(node="a", uuid="GPU-0", index=0, name="gpu", memory_total_bytes=total)
+    assert placement_request._usable(device) == usable_when_idle(total)
+    room = usable_when_idle(total)
+    if room >= 0:  # a device smaller than its margin gives nothing, even idle
+        fit.check_fits([device], room, "config")
+    with pytest.raises(InvalidInput):
+        fit.check_fits([device], room + 1, "config")
+    # The live check and the recommender draw the line at the same byte.
+    need = usable_of(free, total)
+    assert live_memory.short_devices([("a", "GPU-0")], need, {("a", "GPU-0"): live}) == []
+    assert live_memory.short_devices([("a", "GPU-0")], need + 1, {("a", "GPU-0"): live})
+    fresh = Candidate("a", "GPU-0", 0, "gpu", total, free, sample_age_s=0.0)
+    rule = {"node": None, "safety_margin_bytes": None, "stale_after_s": STALE_AFTER_S}
+    assert exclusion(fresh, bytes_per_device=need, **rule) is None
+    assert exclusion(fresh, bytes_per_device=need + 1, **rule) is not None
 
 
 def _ready(node: str, index: int, *, free: int = 60 * GiB) -> Candidate:
