@@ -23,7 +23,6 @@ from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services.jobs import cancel
 from gpudeck.services.queue import actions as queue_actions
 from gpudeck.services.queue import passes
-from gpudeck.services.queue.plan import Start
 from gpudeck.services.runs import lifecycle as runs
 from gpudeck.services.submit import submission
 
@@ -190,24 +189,6 @@ def test_a_job_across_nodes_can_be_held_and_depend_on_another(
     db.commit()
     assert schedule_queue(ctx) == [after.id]
     assert len({n for _, n, _ in placed(db, after.id)}) == 2
-
-
-def test_a_start_that_lost_a_race_reserves_nothing_of_the_job(
-    ctx: Context, db: Session, nodes: None
-) -> None:
-    """The partial unique index decides: a device taken between the pass and its start makes
-    the whole start fail, not a part of it."""
-    job = submit(db, devices=on(("alpha", 0), ("beta", 0)), hold=True)
-    queue_actions.set_held(db, job.id, False)
-    db.commit()
-    decided = passes.compute_plan(db, None, half_life_s=86400).starts
-    db.rollback()
-    assert [s.job_id for s in decided] == [job.id]
-    thief = submit(db, devices=on(("beta", 0)), queue=False)  # takes beta/0 meanwhile
-    assert placed(db, thief.id)
-    assert passes.start(db, Start(job.id, decided[0].devices)) is False
-    db.commit()
-    assert placed(db, job.id) == []
 
 
 def test_a_count_over_nodes_preempts_a_lower_preemptible_job_then_starts_on_its_devices(
