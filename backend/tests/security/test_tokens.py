@@ -63,9 +63,3 @@ def test_expired_and_disabled(client: TestClient, db: Session) -> None:
     db.execute(text("UPDATE users SET disabled_at = now() WHERE name = 'dave'"))
     db.commit()
     assert client.get("/api/auth/me", headers=auth_headers(live)).status_code == 401
-
-
-def test_first_admin_only_once(db: Session) -> None:
-    issued = user_service.ensure_first_admin(db)
-    assert issued is not None and issued.record.user.role == "admin"
-    assert user_service.ensure_first_admin(db) is None
