@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services.cluster.inventory import list_nodes
-from gpudeck.services.cluster.nodes import NodeOffline, issue_token, token_admits
+from gpudeck.services.cluster.nodes import NodeOffline
 from gpudeck.services.cluster.telemetry import device_views
 from gpudeck.services.errors import Conflict, GpuBusy
 from gpudeck.services.queue import passes
@@ -198,15 +198,6 @@ def test_a_node_whose_sampler_went_silent_is_offline_and_its_devices_not_chosen(
     online = {row.name: row.online for row in list_nodes(db)}
     assert online == {"alpha": True, "beta": False}
     assert across(db, [("alpha", 0)]).allocations  # the other node's devices still serve
-
-
-def test_a_node_joins_only_with_the_token_issued_for_it(db: Session) -> None:
-    secret = issue_token(db, "gamma")
-    assert token_admits(db, "gamma", secret)
-    assert not token_admits(db, "delta", secret)
-    assert not token_admits(db, "gamma", issue_token(db, "delta"))
-    renewed = issue_token(db, "gamma")  # a new token replaces the old one
-    assert token_admits(db, "gamma", renewed) and not token_admits(db, "gamma", secret)
 
 
 def spread(db: Session, count: int, **extra: object) -> Job:
