@@ -24,7 +24,9 @@ def _source(kind: str, status: JobStatus, config: dict[str, Any] | None = None) 
     return Job(id=41, name="src", kind=kind, config=config or {}, status=status, node=TEST_NODE)
 
 
-@pytest.mark.parametrize("status", [JobStatus.queued, JobStatus.running, *ENDED_WITHOUT_OUTPUT])
+@pytest.mark.parametrize(
+    "status", [JobStatus.queued, JobStatus.running, *sorted(ENDED_WITHOUT_OUTPUT)]
+)
 def test_an_sae_offers_its_evaluation_whatever_its_state_and_waits_for_none(
     status: JobStatus, tmp_path: Path
 ) -> None:
