@@ -22,8 +22,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 from chaos_helpers import TERMINAL, wait_job
 from run_harness import GpudeckRun
+
+# Among the suite's longest: started first (conftest.py).
+pytestmark = pytest.mark.long
 
 STALL_S = 20.0
 SUBMITS = 45

@@ -17,6 +17,9 @@ from harness import auth_headers, free_port
 from run_harness import GpudeckRun, processes_mentioning, start_gpudeck_run
 from stores import remove_root, temp_root
 
+# Among the suite's longest: started first (conftest.py).
+pytestmark = pytest.mark.long
+
 
 @pytest.fixture
 def run_root() -> Iterator[Path]:

@@ -64,6 +64,7 @@ class RankWatch:
         self._thread.join()
 
 
+@pytest.mark.long  # among the suite's longest: started first (conftest.py)
 def test_a_sweep_runs_at_most_max_parallel_members_and_shows_its_table(
     cli: Cli, worker: WorkerProcess, scheduler: WorkerProcess, cli_settings: Settings
 ) -> None:
