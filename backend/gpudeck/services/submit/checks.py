@@ -1,6 +1,8 @@
-"""Checks a job must pass at submit, beyond its schema: what would otherwise fail later, at
-start (a missing dataset), in Postgres (a NUL character) or by exhausting the machine (CPU
-ranks past its memory). Each refusal names the field."""
+"""Every check a submit makes beyond the request's schema, in one place: the kind's config
+(strict, finite, no NUL character: Postgres would refuse it), who may submit it and what it
+reads, its scheduling fields and the queued-jobs quota, its inputs (a missing dataset would
+fail only at start) and the host memory of CPU ranks. Each refusal names the field. The submit
+pipeline (submission.py) calls them in its order."""
 
 from __future__ import annotations
 
@@ -22,11 +24,7 @@ from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services.accounts.users import may_run_code
 from gpudeck.services.cluster.nodes import NodeFacts
-from gpudeck.services.errors import (
-    Conflict,
-    Forbidden,
-    InvalidInput,
-)
+from gpudeck.services.errors import Conflict, Forbidden, InvalidInput
 from gpudeck.services.queue import waiting as queue_waiting
 from gpudeck.services.queue.plan import Quota
 from gpudeck.services.submit.config_errors import config_errors
