@@ -53,6 +53,7 @@ class Job(Base):
     __table_args__ = (
         CheckConstraint(f"status IN ({_STATUSES})", name="ck_jobs_status"),
         Index("ix_jobs_status_created", "status", "created_at"),
+        Index("ix_jobs_tags", "tags", postgresql_using="gin"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -111,6 +112,10 @@ class Job(Base):
     sweep_index: Mapped[int | None] = mapped_column(Integer)
     sweep_params: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     devices_per_node: Mapped[int | None] = mapped_column(Integer)
+    # Free text its owner writes on it (services.jobs.labels): tags to find it by ("baseline"),
+    # notes to say why it ran. Searched by the jobs list; no part of its config.
+    tags: Mapped[list[str]] = mapped_column(JSONB, server_default="[]")
+    notes: Mapped[str] = mapped_column(Text, server_default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -19,6 +19,10 @@ from gpudeck.schemas.advice import advise, host_advice, time_advice
 from gpudeck.schemas.failure import failed_rank, failure_cause
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._:-]*$"
+# A tag is one word to find a job by: `gpudeck tag 12 baseline`, `?tag=baseline`.
+TAG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:+=/-]*$"
+Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=TAG_PATTERN)]
+MAX_NOTES_CHARS = 10_000
 UUID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
 
 
@@ -248,6 +252,13 @@ class JobPublic(BaseModel):
     depends_on: list[int]
     preemptible: bool
     held: bool
+    tags: list[str] = Field(default_factory=list, description="its owner's tags, in order")
+    notes: str = Field(default="", description="its owner's notes: why it ran, what it showed")
+    latest_metrics: dict[str, float] = Field(
+        default_factory=dict,
+        description="the newest value of every metric it reported (its kind's summary_metrics "
+        "name the ones to show first)",
+    )
     queue: QueueInfo | None = Field(
         default=None,
         description=(
@@ -306,6 +317,18 @@ class JobPatch(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     priority: int = Field(ge=-100, le=100, description="owners may lower it; admins set any")
+
+
+class JobLabels(BaseModel):
+    """A job's tags and notes, as its owner (or an admin) changes them: `tags` replaces them,
+    `add_tags` and `remove_tags` change them in place; a field left out is left as it is."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    tags: list[Tag] | None = Field(default=None, max_length=32, examples=[["baseline"]])
+    add_tags: list[Tag] = Field(default_factory=list, max_length=32)
+    remove_tags: list[Tag] = Field(default_factory=list, max_length=32)
+    notes: str | None = Field(default=None, max_length=MAX_NOTES_CHARS)
 
 
 class JobsPublic(BaseModel):

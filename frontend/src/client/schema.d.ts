@@ -416,6 +416,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/jobs/{job_id}/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Label Job
+         * @description Change a job's tags and notes (its owner or an admin), in any state: `tags` replaces
+         *     them, `add_tags` and `remove_tags` change them in place, `notes` replaces the notes.
+         */
+        patch: operations["label_job_api_jobs__job_id__labels_patch"];
+        trace?: never;
+    };
     "/api/jobs/{job_id}/logs": {
         parameters: {
             query?: never;
@@ -1503,6 +1524,26 @@ export interface components {
              */
             unavailable_reason: string | null;
         };
+        /**
+         * JobLabels
+         * @description A job's tags and notes, as its owner (or an admin) changes them: `tags` replaces them,
+         *     `add_tags` and `remove_tags` change them in place; a field left out is left as it is.
+         */
+        JobLabels: {
+            /** Add Tags */
+            add_tags?: string[];
+            /** Notes */
+            notes?: string | null;
+            /** Remove Tags */
+            remove_tags?: string[];
+            /**
+             * Tags
+             * @example [
+             *       "baseline"
+             *     ]
+             */
+            tags?: string[] | null;
+        };
         /** JobPatch */
         JobPatch: {
             /**
@@ -1565,6 +1606,13 @@ export interface components {
             id: number;
             /** Kind */
             kind: string;
+            /**
+             * Latest Metrics
+             * @description the newest value of every metric it reported (its kind's summary_metrics name the ones to show first)
+             */
+            latest_metrics?: {
+                [key: string]: number;
+            };
             /** Name */
             name: string;
             /** Node */
@@ -1574,6 +1622,12 @@ export interface components {
              * @description a count spread over at most this many nodes (as submitted)
              */
             nodes?: number | null;
+            /**
+             * Notes
+             * @description its owner's notes: why it ran, what it showed
+             * @default
+             */
+            notes?: string;
             /** Owner */
             owner: string;
             /** Peak Memory Bytes */
@@ -1603,6 +1657,11 @@ export interface components {
             sweep_params?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Tags
+             * @description its owner's tags, in order
+             */
+            tags?: string[];
             /** Time Limit S */
             time_limit_s: number;
             /** World Size */
@@ -2864,6 +2923,12 @@ export interface operations {
                 status?: ("queued" | "starting" | "running" | "succeeded" | "failed" | "cancelled" | "lost" | "timeout" | "stopped_early")[] | null;
                 limit?: number;
                 offset?: number;
+                /** @description only jobs carrying this tag; repeat: every one of them */
+                tag?: string[] | null;
+                /** @description in the name, kind, tags or notes (any case) */
+                q?: string;
+                /** @description only these jobs (a comparison's) */
+                id?: number[] | null;
             };
             header?: never;
             path?: never;
@@ -3321,6 +3386,60 @@ export interface operations {
             };
             /** @description the job is not queued */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    label_job_api_jobs__job_id__labels_patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description job id */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobLabels"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPublic"];
+                };
+            };
+            /** @description not the owner or an admin */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -3,14 +3,22 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, status
+from pydantic import Field
 
 from gpudeck.api import queue_view
 from gpudeck.api.deps import CurrentUser, OwnedJob, SessionDep, submitter
 from gpudeck.schemas.common import ErrorResponse
-from gpudeck.schemas.jobs import JobCreate, JobPublic, JobsPublic, StatusFilter
+from gpudeck.schemas.jobs import (
+    JobCreate,
+    JobLabels,
+    JobPublic,
+    JobsPublic,
+    StatusFilter,
+    Tag,
+)
 from gpudeck.services.accounts import audit
 from gpudeck.services.jobs import cancel as jobs_cancel
-from gpudeck.services.jobs import lookup
+from gpudeck.services.jobs import labels, lookup
 from gpudeck.services.placement.live_memory import live_memory_or_none
 from gpudeck.services.queue.dispatch import dispatch_to_nodes, mark_dispatched
 from gpudeck.services.submit import checks, submission
@@ -67,8 +75,27 @@ def list_jobs(
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+    tag: Annotated[
+        list[Tag] | None,
+        Query(description="only jobs carrying this tag; repeat: every one of them"),
+    ] = None,
+    q: Annotated[
+        str, Query(max_length=200, description="in the name, kind, tags or notes (any case)")
+    ] = "",
+    job_id: Annotated[
+        list[Annotated[int, Field(ge=1, le=2**63 - 1)]] | None,
+        Query(alias="id", max_length=100, description="only these jobs (a comparison's)"),
+    ] = None,
 ) -> JobsPublic:
-    jobs, total = lookup.list_jobs(session, statuses=status, limit=limit, offset=offset)
+    jobs, total = lookup.list_jobs(
+        session,
+        statuses=status,
+        limit=limit,
+        offset=offset,
+        tags=tag or (),
+        search=q,
+        ids=job_id or (),
+    )
     items = queue_view.public(session, request, jobs)
     return JobsPublic(items=items, total=total, limit=limit, offset=offset)
 
@@ -91,3 +118,25 @@ def cancel_job(owned: OwnedJob, session: SessionDep, user: CurrentUser) -> JobPu
     audit.record(session, user, audit.JOB_CANCEL, f"job:{job.id}")
     session.commit()
     return JobPublic.model_validate(job)
+
+
+@router.patch(
+    "/{job_id}/labels",
+    responses={
+        403: {"model": ErrorResponse, "description": "not the owner or an admin"},
+        404: {"model": ErrorResponse},
+    },
+)
+def label_job(body: JobLabels, owned: OwnedJob, session: SessionDep, request: Request) -> JobPublic:
+    """Change a job's tags and notes (its owner or an admin), in any state: `tags` replaces
+    them, `add_tags` and `remove_tags` change them in place, `notes` replaces the notes."""
+    job = labels.relabel(
+        session,
+        owned,
+        tags=body.tags,
+        add_tags=body.add_tags,
+        remove_tags=body.remove_tags,
+        notes=body.notes,
+    )
+    session.commit()
+    return queue_view.one(session, request, job)
