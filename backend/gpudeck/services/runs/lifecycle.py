@@ -187,9 +187,16 @@ def heartbeat(
         return {}
     if node is not None:
         multinode.renew_parts(session, job_ids, node)
+    active = Job.status.in_(list(ACTIVE))
+    # Row locks in id order, as every multi-row locker takes them (jobs.state.lock_jobs: a
+    # sweep's cancel): an UPDATE alone locks in the order it scans the table, which after
+    # updates is not id order, and two such orders deadlocked a heartbeat against a cancel.
+    in_id_order = (
+        select(Job.id).where(Job.id.in_(list(job_ids)), active).order_by(Job.id).with_for_update()
+    )
     rows = session.execute(
         update(Job)
-        .where(Job.id.in_(list(job_ids)), Job.status.in_(list(ACTIVE)))
+        .where(Job.id.in_(in_id_order.scalar_subquery()), active)
         .values(heartbeat_at=func.now())
         .returning(Job.id, Job.status, Job.cancel_requested_at, Job.preempt_requested_at)
     ).all()

@@ -5,11 +5,15 @@ placed jobs; the ranks' host memory is kept on the job when it ends."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from harness import TEST_NODE, make_job
 from sqlalchemy import text
-from sqlalchemy.orm import Session
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.models import Allocation, Job, JobStatus
 from gpudeck.services.jobs import cancel
@@ -178,3 +182,56 @@ def test_host_memory_on_a_host_that_is_the_device_raises_the_jobs_peak(
     runs.record_rank_memory(db, job.id, {"ranks": host["ranks"][1:]}, host_is_device=True)
     db.commit()
     assert stored(db, job.id).peak_memory_bytes == 3 * GiB  # a peak never falls
+
+
+def test_a_heartbeat_locks_its_jobs_in_id_order(
+    db: Session, devices: str, session_factory: sessionmaker[Session]
+) -> None:
+    """Every multi-row locker takes job rows in id order (a sweep's cancel does), or two of
+    them deadlock. The first job's row is rewritten so a scan of the table meets the second
+    first; with the second locked elsewhere, a heartbeat of both must hold the first (taken
+    first) while it waits for the second."""
+    first, second = make_job(db, devices=[0]), make_job(db, devices=[1])
+    db.execute(
+        text("UPDATE jobs SET status = 'running' WHERE id IN (:a, :b)"),
+        {"a": first.id, "b": second.id},
+    )
+    db.execute(text("UPDATE jobs SET name = name || '' WHERE id = :a"), {"a": first.id})
+    db.commit()
+    with session_factory() as holder, session_factory() as probe:
+        holder.execute(text("SELECT 1 FROM jobs WHERE id = :b FOR UPDATE"), {"b": second.id})
+        beat = threading.Thread(target=_heartbeat, args=(session_factory, [second.id, first.id]))
+        beat.start()
+        try:
+            assert _waits_for_a_lock(probe), "the heartbeat never waited for the second job"
+            probe.execute(text("SET lock_timeout = '100ms'"))
+            with pytest.raises(OperationalError, match="lock timeout"):
+                probe.execute(text("SELECT 1 FROM jobs WHERE id = :a FOR UPDATE"), {"a": first.id})
+            probe.rollback()
+        finally:
+            holder.rollback()  # the heartbeat goes on
+            beat.join(timeout=10)
+    assert not beat.is_alive()
+
+
+def _heartbeat(factory: sessionmaker[Session], job_ids: list[int]) -> None:
+    with factory() as session:
+        runs.heartbeat(session, job_ids)
+        session.commit()
+
+
+def _waits_for_a_lock(probe: Session) -> bool:
+    """Whether another backend waits on a row lock (the heartbeat, behind the holder)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        waiting = probe.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+        )
+        probe.rollback()
+        if waiting:
+            return True
+        time.sleep(0.02)
+    return False
