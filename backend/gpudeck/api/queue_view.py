@@ -59,7 +59,8 @@ def on_submit(session: Session, request: Request, job: Job) -> JobPublic:
     summary = queue_summary.read(request.app.state.redis)
     if summary is not None:
         held = queue_summary.held_now(session, list(summary.free_at))
-        item.queue = queue_summary.place_of(summary, job, held)
+        since = queue_summary.submitted_since(session, summary, job)
+        item.queue = queue_summary.place_of(summary, job, held, since)
     else:
         item.queue = current_infos(session, request).get(job.id)
     return item

@@ -199,7 +199,7 @@ def _holdings(session: Session, now: float) -> tuple[dict[tuple[str, str], int],
     """(the job holding each held device, each holding job as the pass takes it)."""
     holder: dict[tuple[str, str], int] = {}
     held: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    meta: dict[int, tuple[str, float, int, bool, bool, bool, int | None, bool]] = {}
+    meta: dict[int, tuple[str, float, int, bool, bool, bool, int | None, bool, float | None]] = {}
     for row in session.execute(_HOLDS):
         node, uuid, job_id, owner, started_at, limit, priority, preemptible, stopping = row[:9]
         ended, step, total, rate, sweep = row[9:]
@@ -210,13 +210,16 @@ def _holdings(session: Session, now: float) -> tuple[dict[tuple[str, str], int],
             ends, estimated = now, True
         else:
             ends, estimated = expected_end(now, _epoch(started_at, now) + limit, step, total, rate)
-        meta[job_id] = (owner, ends, priority, preemptible, stopping, estimated, sweep, ended)
+        run_s = total / rate if rate and total else None  # its whole run at its rate
+        meta[job_id] = (
+            owner, ends, priority, preemptible, stopping, estimated, sweep, ended, run_s
+        )  # fmt: skip
     holding = [
         Holding(
             j, owner, tuple(held[j]), ends, priority, preemptible, stopping, estimated, sweep,
-            ended=ended,
+            ended=ended, run_s=run_s,
         )
-        for j, (owner, ends, priority, preemptible, stopping, estimated, sweep, ended)
+        for j, (owner, ends, priority, preemptible, stopping, estimated, sweep, ended, run_s)
         in meta.items()
     ]  # fmt: skip
     return holder, holding

@@ -6,8 +6,9 @@ are of each priority and owner's usage (the order's keys, counted), each user's 
 usage, and when each device is next free once the jobs ahead are placed. The submit answer
 reads the new job's position, reason and expected start from it: one Redis GET, and one read of
 the devices held now (a job placed since the pass holds devices the summary has free: the
-answer names it, as the full pass would). Waiting jobs submitted since the pass are not
-counted, and a backfill chance is not seen; GET /api/jobs/{id} runs the full pass.
+answer names it, as the full pass would). Waiting jobs submitted since the pass are counted
+ahead by one read (submitted_since), though not placed; a backfill chance is not seen;
+GET /api/jobs/{id} runs the full pass.
 """
 
 from __future__ import annotations
@@ -119,14 +120,32 @@ def held_now(session: Session, nodes: list[str]) -> dict[tuple[str, str], HeldNo
     return {(n, u): HeldNow(j, i, float(t)) for n, u, j, i, t in rows}
 
 
+def submitted_since(session: Session, summary: Summary, job: Job) -> int:
+    """The waiting jobs submitted since the summary's pass, before `job` and of its priority or
+    above: ahead of it, though the pass never saw them (without them, two jobs held one after
+    the other were both answered "position 1")."""
+    since = datetime.fromtimestamp(summary.written_at, UTC)
+    query = select(func.count()).where(
+        queue_waiting.is_waiting(),
+        Job.created_at > since,
+        Job.id < job.id,
+        Job.priority >= job.priority,
+    )
+    return int(session.scalar(query) or 0)
+
+
 def place_of(
-    summary: Summary, job: Job, held: dict[tuple[str, str], HeldNow] | None = None
+    summary: Summary,
+    job: Job,
+    held: dict[tuple[str, str], HeldNow] | None = None,
+    since: int = 0,
 ) -> QueueInfo:
     """A new waiting job's position, reason and expected start as of the summary's pass, with
-    the devices `held` now (held_now) that the pass saw free."""
+    the devices `held` now (held_now) that the pass saw free and the `since` jobs submitted
+    since the pass ahead of it (submitted_since)."""
     held = held or {}
     mine = summary.usage.get(job.owner, 0.0)
-    ahead = sum(
+    ahead = since + sum(
         n for p, u, n in summary.ahead if p > job.priority or (p == job.priority and u <= mine)
     )
     if job.held:

@@ -142,6 +142,7 @@ def test_the_snapshot_takes_holders_releasing_devices_outside_processes_and_live
     # 1,000 steps left at 10 a second: ~100 s from now, an estimate (its limit is ~900 s away).
     assert held[running.id].ends_at == pytest.approx(now + 100, abs=5)
     assert held[running.id].estimated and not held[running.id].ended
+    assert held[running.id].run_s == pytest.approx(110)  # its 1,100 steps at 10 a second
     assert held[ended.id].ended and held[ended.id].ends_at == now
     assert [w.id for w in waiting] == [waiter.id]
 

@@ -191,3 +191,26 @@ def test_compute_counts_the_jobs_ahead_and_when_each_device_frees(
     limits = sum(w.time_limit_s for w in waiting)
     assert uuid0 is not None and free_at[uuid0] == pytest.approx(now + 100 + limits, abs=2)
     assert sum(1 for t in free_at.values() if t is not None and t <= now + 1) == 7
+
+
+def test_jobs_held_one_after_the_other_are_not_both_position_one(db: Session, devices: str) -> None:
+    """The summary's pass saw neither: the second counts the first ahead of it (one read)."""
+    make_job(db, devices=[0], status=JobStatus.running)  # they wait behind it
+    first = make_job(db, devices=[0], queue=True)
+    second = make_job(db, devices=[0], queue=True)
+    db.execute(
+        text("UPDATE jobs SET held = true WHERE id IN (:a, :b)"), {"a": first.id, "b": second.id}
+    )
+    db.commit()
+    db.expire_all()
+    summary = _summary({devices: {"u0": T}})
+    summary = Summary(time.time() - 5, summary.usage, [], summary.free_at)
+    places = [
+        place_of(summary, job, since=queue_summary.submitted_since(db, summary, job))
+        for job in (db.get(Job, first.id), db.get(Job, second.id))
+    ]
+    db.rollback()
+    assert [(p.reason_code, p.position) for p in places] == [("held", 1), ("held", 2)]
+    # a job submitted before the pass is the pass's to count, not counted twice
+    later = Summary(time.time() + 5, summary.usage, [], summary.free_at)
+    assert queue_summary.submitted_since(db, later, db.get(Job, second.id)) == 0  # type: ignore[arg-type]

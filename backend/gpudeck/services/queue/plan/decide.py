@@ -34,6 +34,7 @@ from gpudeck.services.queue.plan.model import (
 )
 from gpudeck.services.queue.plan.preempt import claim, find_preemption
 from gpudeck.services.queue.plan.state import DeviceState
+from gpudeck.services.queue.plan.sweep_slots import SweepSlots, started, sweep_slots, take_slot
 
 _NO_DEPS = ("ok", "")
 
@@ -53,6 +54,7 @@ class Pass:
     reservation: Reservation | None = None
     first_blocked: Waiting | None = None  # the job holding the reservation
     position: int = 0
+    slots: SweepSlots = field(default_factory=SweepSlots)  # each sweep's slots under its cap
 
     @property
     def protected(self) -> Set[Key]:
@@ -87,6 +89,7 @@ def plan(
     policy = policy or Policy()
     state = DeviceState(devices, holding, now)
     p = Pass(state, now, policy, quotas or {}, run_shares or {}, explain)
+    p.slots = sweep_slots(holding)
     for job in sorted(waiting, key=lambda j: order_key(j, usage or {}, policy)):
         decide(p, job)
     p.out.free_at = state.avail
@@ -125,7 +128,10 @@ def gate(p: Pass, job: Waiting) -> bool:
     elif deps == "wait":
         p.wait(job, "dependency", dep_reason)
     elif (reason := _sweep_cap(p.state, job)) is not None:
-        p.wait(job, "sweep", reason)  # Slurm's job array %N: one starts as another ends
+        # Slurm's job array %N: one starts as another ends, here at that end's estimate
+        slot = take_slot(p.slots, job, p.now, p.run_shares.get(job.owner))
+        at, from_limits = slot if slot is not None else (None, False)
+        p.out.infos[job.id] = Info(p.position, "sweep", reason, at, from_limits)
     elif (reason := _over_quota(p, job)) is not None:
         p.wait(job, "quota", reason)
     else:
@@ -184,6 +190,7 @@ def try_start(p: Pass, job: Waiting, devs: list[Dev]) -> tuple[ReasonCode, str |
     p.state.used[job.owner] += len(chosen)
     if job.sweep is not None:
         p.state.sweep_running[job.sweep] += 1
+        started(p.slots, job, p.now, p.run_shares.get(job.owner))
     p.out.starts.append(Start(job.id, tuple(chosen)))
     p.position -= 1  # a started job holds no place in the queue
     return None

@@ -50,6 +50,9 @@ class Holding:
     estimated: bool = False  # ends_at is an estimate, not its time limit
     sweep: int | None = None  # the sweep it is a member of
     ended: bool = False  # it has ended; its devices are releasing (a node has not confirmed)
+    # Its whole run at its measured rate (all its steps over the rate); None: no rate yet. A
+    # sweep's waiting members are expected to run as long (plan.sweep_slots).
+    run_s: float | None = None
 
 
 @dataclass(frozen=True)
