@@ -7,10 +7,12 @@ import typer
 
 from gpudeck.cli import (
     client,
+    compare,
     estimate,
     help_text,
     job_commands,
     kinds,
+    labels,
     nodes,
     queue,
     sampler,
@@ -34,4 +36,6 @@ users.register(app)
 estimate.register(app)
 kinds.register(app)
 sweeps.register(app)
+labels.register(app)
+compare.register(app)
 help_text.unwrap_help(app)  # last: after every command is registered

@@ -113,24 +113,31 @@ def submit(
 
 def jobs(
     status: Annotated[list[str] | None, typer.Option(help="filter by status (repeatable)")] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option(help="only jobs with this tag (repeatable: every one)")
+    ] = None,
+    search: Annotated[
+        str, typer.Option("--search", "-q", help="in the name, kind, tags or notes")
+    ] = "",
     limit: Annotated[int, typer.Option(min=1, max=500)] = 20,
     url: UrlOption = "",
     as_json: JsonOption = False,
 ) -> None:
     """List jobs, newest first."""
-    page = request(
-        "GET", url or default_url(), "/api/jobs", params={"status": status or [], "limit": limit}
-    )
+    params = {"status": status or [], "tag": tag or [], "q": search, "limit": limit}
+    page = request("GET", url or default_url(), "/api/jobs", params=params)
     if as_json:
         print(json.dumps(page, indent=2))
         return
-    listing = table("id", "name", "kind", "status", "devices", "progress", "owner", "created")
+    listing = table(
+        "id", "name", "kind", "status", "devices", "progress", "owner", "created", "tags"
+    )
     for j in page["items"]:
         total = j["progress"]["total"]
         progress = f"{j['progress']['step']}/{total}" if total else str(j["progress"]["step"])
         listing.add_row(
             str(j["id"]), j["name"], j["kind"], j["status"], held_devices(j),
-            progress, j["owner"], j["created_at"][:19],
+            progress, j["owner"], j["created_at"][:19], " ".join(j.get("tags", [])),
         )  # fmt: skip
     console.print(listing)
     console.print(f"{len(page['items'])} of {page['total']} jobs")
