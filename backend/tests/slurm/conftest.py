@@ -1,0 +1,67 @@
+"""One real Slurm cluster per test process (cluster.py), and a client whose commands are counted."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path, PurePosixPath
+
+import pytest
+from slurm.cluster import SlurmCluster, missing_binaries, start_cluster
+
+from gpudeck.slurm import BatchSpec, CommandResult, LocalRunner, SlurmClient
+
+_GPUDECK_IDS = itertools.count(1000)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[SlurmCluster]:
+    if why := missing_binaries():
+        pytest.skip(why)
+    cluster = start_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+class CountingRunner(LocalRunner):
+    """The local runner, counting each command by name (squeue, sacct, ...)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        super().__init__(env)
+        object.__setattr__(self, "calls", Counter())
+
+    calls: Counter[str]
+
+    def __call__(
+        self, argv: Sequence[str], *, input_text: str | None = None, timeout_s: float
+    ) -> CommandResult:
+        self.calls[argv[0]] += 1
+        return super().__call__(argv, input_text=input_text, timeout_s=timeout_s)
+
+
+@pytest.fixture
+def runner(slurm_cluster: SlurmCluster) -> CountingRunner:
+    return CountingRunner(slurm_cluster.env)
+
+
+@pytest.fixture
+def slurm(runner: CountingRunner) -> SlurmClient:
+    return SlurmClient(runner, timeout_s=20)
+
+
+@pytest.fixture
+def spec_for(tmp_path: Path) -> Callable[..., BatchSpec]:
+    """A BatchSpec whose output lands in this test's directory, with a GPUDeck job id no other
+    test of the session has (the cluster is the session's)."""
+
+    def make(argv: Sequence[str], **fields: object) -> BatchSpec:
+        fields = {"partition": "gpu", **fields}
+        return BatchSpec(
+            gpudeck_job_id=next(_GPUDECK_IDS), argv=tuple(argv), output_dir=PurePosixPath(tmp_path),
+            **fields,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    return make

@@ -1,0 +1,39 @@
+"""Waiting on the real cluster's jobs from a test."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from gpudeck.slurm import JobState, SlurmClient
+
+WAIT_S = 30.0
+
+
+def wait_for(
+    slurm: SlurmClient,
+    job_ids: Sequence[str],
+    done: Callable[[dict[str, JobState]], bool],
+    timeout_s: float = WAIT_S,
+    every: Callable[[dict[str, JobState]], None] | None = None,
+) -> dict[str, JobState]:
+    """Poll until `done` holds (calling `every` on each poll); the last poll."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        states = slurm.poll(job_ids)
+        if every is not None:
+            every(states)
+        if done(states):
+            return states
+        assert time.monotonic() < deadline, f"still {states}"
+        time.sleep(0.2)
+
+
+def ended(states: dict[str, JobState]) -> bool:
+    return all(s.state in ("succeeded", "failed", "cancelled", "timeout") for s in states.values())
+
+
+def gate(path: Path) -> str:
+    """A shell line that waits until `path` exists: a job that runs until the test lets it go."""
+    return f"while [ ! -e {path} ]; do sleep 0.1; done"
