@@ -14,6 +14,7 @@ from gpudeck.api.routes import (
     estimates,
     gpus,
     job_runs,
+    job_settings,
     jobs,
     meta,
     metrics,
@@ -33,6 +34,7 @@ API_ROUTERS = tuple(
         meta,
         gpus,
         recommend,
+        job_settings,  # before jobs: /api/jobs/diff is no job id
         jobs,
         estimates,
         auth,

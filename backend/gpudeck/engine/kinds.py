@@ -22,6 +22,9 @@ never imports torch:
 - `expectations`: optional, `expectations(config) -> list[Expectation]`: figures the job is
   expected to show, known from its config before it runs (a sparsity fixed by a config
   field); the form shows them
+- `settings_notes`: optional, `settings_notes(config) -> dict[str, str]`: what a config field
+  means once the rest of the config is known, by dotted path (a share of the run in steps,
+  what an empty field stands for); the job page and `gpudeck show` print it beside the value
 - `command`: optional, `command(launch) -> engine.command.CommandSpec`: the kind runs one
   program of its own (e.g. torchrun) instead of `train` in one rank process per device; the
   launcher starts it under a guard (engine/command.py) with the same cancel and fault rules
@@ -179,6 +182,8 @@ class JobKind:
     follow_up: str | None = None
     # "module:function" giving the figures the job should show (see `expectations` above).
     expectations: str | None = None
+    # "module:function" giving what config fields resolve to (see `settings_notes` above).
+    settings_notes: str | None = None
     # The config field naming another job whose checkpoints or output this one reads (an
     # evaluation's source): the submitter must own that job or be an admin, as for its figures.
     reads_job_field: str | None = None
@@ -207,6 +212,9 @@ class JobKind:
 
     def resolve_expectations(self) -> Callable[..., list[Expectation]] | None:
         return _resolve(self.expectations) if self.expectations else None
+
+    def resolve_settings_notes(self) -> Callable[..., dict[str, str]] | None:
+        return _resolve(self.settings_notes) if self.settings_notes else None
 
 
 def _resolve(ref: str) -> Callable[..., Any]:

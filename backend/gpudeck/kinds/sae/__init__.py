@@ -38,6 +38,7 @@ KIND = JobKind(
         "ddp.gradient_as_bucket_view",
     ),
     check_inputs="gpudeck.kinds.sae.data:check_inputs",
+    settings_notes="gpudeck.kinds.sae.settings_notes:settings_notes",
     max_batch="gpudeck.kinds.sae.memory:max_batch_size",
     batch_size_field="batch_size",
     steps_field="steps",
