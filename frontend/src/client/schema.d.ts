@@ -276,6 +276,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/jobs/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Diff Jobs
+         * @description The config fields whose values differ between the jobs, one value per job in the
+         *     order asked; fields every job sets alike are only counted.
+         */
+        get: operations["diff_jobs_api_jobs_diff_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/jobs/{job_id}": {
         parameters: {
             query?: never;
@@ -548,6 +569,28 @@ export interface paths {
          * @description Each stretch of the job on devices, oldest first: a preempted job resumes in a new one.
          */
         get: operations["list_segments_api_jobs__job_id__segments_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{job_id}/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Job Settings
+         * @description Every config field with the kind's default and whether the value is it, what the value
+         *     comes to given the rest (e.g. a share of the run in steps), and for a sweep member the
+         *     parameters it sets beside its sweep's base config.
+         */
+        get: operations["job_settings_api_jobs__job_id__settings_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1027,6 +1070,21 @@ export interface components {
             utilization_memory_pct?: number | null;
             /** Uuid */
             uuid: string;
+        };
+        /** DiffField */
+        DiffField: {
+            /** Path */
+            path: string;
+            /**
+             * Present
+             * @description whether each job's config has the field at all
+             */
+            present: boolean[];
+            /**
+             * Values
+             * @description one per job, in the order asked (null: unset)
+             */
+            values: components["schemas"]["JsonValue"][];
         };
         /**
          * EarlyStop
@@ -1708,6 +1766,25 @@ export interface components {
              */
             started_at: string;
         };
+        /** JobSettingsPublic */
+        JobSettingsPublic: {
+            /** Job Id */
+            job_id: number;
+            /** Kind */
+            kind: string;
+            /**
+             * Settings
+             * @description every config field, in the kind's order
+             */
+            settings: components["schemas"]["SettingPublic"][];
+            /**
+             * Sweep Differences
+             * @description a sweep member's parameters against its base
+             */
+            sweep_differences?: components["schemas"]["SweepDifference"][];
+            /** Sweep Id */
+            sweep_id?: number | null;
+        };
         /**
          * JobStatus
          * @enum {string}
@@ -2113,6 +2190,54 @@ export interface components {
              */
             metric: string;
         };
+        /** SettingPublic */
+        SettingPublic: {
+            /** @description the kind's default, if it has one */
+            default?: components["schemas"]["JsonValue"];
+            /**
+             * Has Default
+             * @description false: the kind requires the field
+             */
+            has_default: boolean;
+            /**
+             * Is Default
+             * @description the value is the kind's default
+             */
+            is_default: boolean;
+            /**
+             * Note
+             * @description what the value comes to given the rest of the config (e.g. '75 steps')
+             * @default
+             */
+            note?: string;
+            /**
+             * Path
+             * @description the config field, nested ones by dots
+             * @example lr
+             */
+            path: string;
+            value: components["schemas"]["JsonValue"];
+        };
+        /** SettingsDiffPublic */
+        SettingsDiffPublic: {
+            /**
+             * Fields
+             * @description only the fields whose values differ
+             */
+            fields: components["schemas"]["DiffField"][];
+            /** Job Ids */
+            job_ids: number[];
+            /**
+             * Kinds
+             * @description each job's kind, in the order asked
+             */
+            kinds: string[];
+            /**
+             * Same Count
+             * @description config fields every job sets to the same value
+             */
+            same_count: number;
+        };
         /**
          * SweepCancelled
          * @description A sweep as its cancel left it, with what the cancel did.
@@ -2182,6 +2307,17 @@ export interface components {
             /** Name */
             name?: string | null;
             parameters: components["schemas"]["SweepParameters"];
+        };
+        /**
+         * SweepDifference
+         * @description One parameter a sweep member sets, beside the value its sweep's base config gives.
+         */
+        SweepDifference: {
+            /** @description the sweep's base config (or the kind's default) */
+            base: components["schemas"]["JsonValue"];
+            /** Path */
+            path: string;
+            value: components["schemas"]["JsonValue"];
         };
         /** SweepMember */
         SweepMember: {
@@ -3007,6 +3143,47 @@ export interface operations {
             };
         };
     };
+    diff_jobs_api_jobs_diff_get: {
+        parameters: {
+            query: {
+                /** @description the jobs to compare, 2 to 20: ?jobs=3&jobs=7 */
+                jobs: number[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SettingsDiffPublic"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     get_job_api_jobs__job_id__get: {
         parameters: {
             query?: never;
@@ -3722,6 +3899,47 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobSegmentPublic"][];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    job_settings_api_jobs__job_id__settings_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description job id */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobSettingsPublic"];
                 };
             };
             /** @description Not Found */
