@@ -280,3 +280,19 @@ describe("JobDetail memory", () => {
     expect(screen.queryByTestId("rank-memory")).toBeNull();
   });
 });
+
+describe("JobDetail settings", () => {
+  it("shows the job's settings, also on another user's job (its config is not the owner's alone)", async () => {
+    const forbidden = () => json({ detail: { message: "job 7 belongs to ana", code: "forbidden", field: "job_id" } }, 403);
+    const settings = {
+      job_id: 7,
+      kind: "sae",
+      settings: [{ path: "lr", value: 0.01, default: 0.004, has_default: true, is_default: false, note: "" }],
+      sweep_id: null,
+      sweep_differences: [],
+    };
+    jobPage(makeJob({ owner: "ana" }), { "GET /api/jobs/7/settings": () => json(settings), "GET /api/jobs/7/metrics": forbidden });
+    expect(await screen.findByTestId("job-settings")).toHaveTextContent("lr0.01default 0.004");
+    expect(screen.queryByTestId("sweep-differences")).toBeNull();
+  });
+});

@@ -3,6 +3,7 @@ import { isTerminal } from "../client/types";
 import { Checkpoints } from "../components/job/Checkpoints";
 import { FollowUps } from "../components/job/FollowUps";
 import { JobActions } from "../components/job/JobActions";
+import { JobSettings } from "../components/job/JobSettings";
 import { LogTail } from "../components/job/LogTail";
 import { Segments } from "../components/job/Segments";
 import { SourceJob } from "../components/job/SourceJob";
@@ -158,6 +159,7 @@ export function JobDetail() {
           </details>
         )}
       </section>
+      <JobSettings jobId={j.id} />
       {forbidden ? (
         // Another user's job: what its ranks printed and wrote is its owner's (and admins').
         <p className="banner" data-testid="owner-only">
