@@ -19,6 +19,7 @@ from gpudeck.cli.http import (
     request,
     table,
 )
+from gpudeck.cli.scheduling import start_of
 from gpudeck.cli.sweep_params import RANDOM_FORMS, parameters
 
 sweep_app = typer.Typer(no_args_is_help=True, help="Sweeps: many jobs from one spec, compared.")
@@ -106,26 +107,86 @@ def _follow(url: str, sweep_id: int) -> int:
 
 
 @sweep_app.command()
-def show(sweep_id: SweepArg, url: UrlOption = "", as_json: JsonOption = False) -> None:
-    """The members: their values, status and newest metrics."""
-    sweep = request("GET", url or default_url(), f"/api/sweeps/{sweep_id}")
-    if as_json:
-        print(json.dumps(sweep, indent=2))
-        return
+def show(
+    sweep_id: SweepArg,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            help="the metric read against each parameter (default: held-out explained variance)"
+        ),
+    ] = None,
+    url: UrlOption = "",
+    as_json: JsonOption = False,
+) -> None:
+    """The members: their values (3 significant figures), status, expected start while waiting
+    and the kind's summary metrics; then the metric against each swept parameter: the best
+    member, each parameter's rank correlation with it, and a best at the edge of the range."""
+    base = url or default_url()
+    sweep = request("GET", base, f"/api/sweeps/{sweep_id}")
     members = sweep["members"]
+    reported = any(m["metrics"] for m in members)
+    answer = None
+    if reported or metric:
+        query = {"metric": metric} if metric else {}
+        answer = request("GET", base, f"/api/sweeps/{sweep_id}/analysis", params=query)
+    if as_json:
+        print(json.dumps({**sweep, "analysis": answer}, indent=2))
+        return
+    kind = request("GET", base, f"/api/kinds/{sweep['kind']}")
+    summary = [s["metric"] for s in kind.get("summary_metrics", [])]
+    metrics = [k for k in summary if any(k in m["metrics"] for m in members)][:5]
+    console.print(f"sweep {sweep['id']} {sweep['name']} ({sweep['kind']}, {sweep['owner']})")
+    console.print(members_table(members, metrics))
+    if answer is not None:
+        for line in analysis_lines(answer):
+            console.print(line)
+
+
+def short(value: Any) -> str:
+    """A value as the page shows it: numbers to 3 significant figures (lr 0.00328, not
+    0.0032802640616790657), whole numbers whole."""
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return "" if value is None else str(value)
+
+
+def members_table(members: list[dict[str, Any]], metrics: list[str]) -> Any:
     paths = list(dict.fromkeys(p for m in members for p in m["params"]))
-    metrics = list(dict.fromkeys(k for m in members for k in m["metrics"]))[:4]
-    listing = table("#", "job", *paths, "status", "progress", *metrics)
+    waiting = any(m.get("queue") for m in members)
+    extra = ("expected start",) if waiting else ()
+    listing = table("#", "job", *paths, "status", "progress", *extra, *metrics)
     for m in members:
         total = m["progress"]["total"]
         progress = f"{m['progress']['step']}/{total}" if total else str(m["progress"]["step"])
+        start = (start_of(m["queue"]) if m.get("queue") else "",) if waiting else ()
         listing.add_row(
-            str(m["index"]), str(m["job_id"]), *(str(m["params"].get(p, "")) for p in paths),
-            m["status"], progress, *(f"{m['metrics'][k]:.4g}" if k in m["metrics"] else "-"
-                                     for k in metrics),
+            str(m["index"]), str(m["job_id"]), *(short(m["params"].get(p)) for p in paths),
+            m["status"], progress, *start,
+            *(f"{m['metrics'][k]:.4g}" if k in m["metrics"] else "-" for k in metrics),
         )  # fmt: skip
-    console.print(f"sweep {sweep['id']} {sweep['name']} ({sweep['kind']}, {sweep['owner']})")
-    console.print(listing)
+    return listing
+
+
+def analysis_lines(answer: dict[str, Any]) -> list[str]:
+    """The analysis as the page words it: the best member, each parameter's trend, the
+    edge callouts."""
+    if answer["best_job_id"] is None:
+        return [f"{answer['metric']}: no member measured yet"]
+    way = "highest" if answer["better"] == "max" else "lowest"
+    running = f", {answer['running']} still running" if answer["running"] else ""
+    lines = [
+        f"best {answer['metric']} ({way} is best): member #{answer['best_index']} "
+        f"(job {answer['best_job_id']}) at {answer['best_value']:.4g}, of "
+        f"{answer['measured']} measured{running}"
+    ]
+    for p in answer["parameters"]:
+        rho = p["rank_correlation"]
+        trend = f"rank correlation {rho:+.2f}" if rho is not None else "no trend measured"
+        lines.append(f"  {p['path']}: best at {short(p['best_value'])}, {trend}")
+        if p["note"]:
+            lines.append(f"  [yellow]{p['note']}[/yellow]")
+    lines.append(f"[dim]importance: {answer['importance']}[/dim]")
+    return lines
 
 
 @sweep_app.command()

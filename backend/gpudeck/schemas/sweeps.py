@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
-from gpudeck.schemas.jobs import NAME_PATTERN, JobCreate, Progress
+from gpudeck.schemas.jobs import NAME_PATTERN, JobCreate, Progress, QueueInfo
 
 MAX_MEMBERS = 1000
 MAX_PARAMETERS = 16
@@ -134,6 +134,11 @@ class SweepMember(BaseModel):
     )
     started_at: datetime | None
     finished_at: datetime | None
+    queue: QueueInfo | None = Field(
+        default=None,
+        description="a waiting member's place, reason and expected start (a member waiting on "
+        "the sweep's max_parallel starts as a running member ends, at its measured rate)",
+    )
 
 
 class SweepHeader(BaseModel):
@@ -166,3 +171,39 @@ class SweepCancelled(SweepPublic):
 
 class SweepSummary(SweepHeader):
     counts: dict[str, int]
+
+
+class ParameterEffect(BaseModel):
+    """One swept parameter against the analysed metric."""
+
+    path: str
+    numeric: bool = Field(description="every value a number: it can be an axis")
+    log_axis: bool = Field(description="its values are positive and span a decade or more")
+    low: float | None = Field(description="the range searched: the spec's low, else the least")
+    high: float | None = Field(description="the spec's high, else the largest value tried")
+    best_value: JsonValue = Field(description="the best member's value")
+    edge: Literal["top", "bottom"] | None = Field(
+        description="the best member's value is the largest (top) or least (bottom) tried, "
+        "of at least 3: the best may lie past the range searched"
+    )
+    rank_correlation: float | None = Field(
+        description="Spearman's rank correlation of the value with the metric, over the "
+        "members measured (None: fewer than 3, or a constant); its size is the importance shown"
+    )
+    note: str | None = Field(description="the edge callout, as the page and the CLI say it")
+
+
+class SweepAnalysis(BaseModel):
+    """A metric against every swept parameter: the best member, each parameter's rank
+    correlation with the metric (a monotone trend, not an interaction-aware importance such
+    as fANOVA's) and whether the best lies at the edge of the range searched."""
+
+    metric: str
+    better: Literal["min", "max"]
+    measured: int = Field(description="members with the metric that the analysis uses")
+    running: int = Field(description="of those, still running (their newest figure)")
+    best_job_id: int | None
+    best_index: int | None
+    best_value: float | None
+    importance: str = Field(description="what rank_correlation measures, in words")
+    parameters: list[ParameterEffect]

@@ -103,6 +103,11 @@ def test_a_sweep_runs_at_most_max_parallel_members_and_shows_its_table(
     ], shown.stdout
     as_json = json.loads(cli("sweep", "show", sweep_id, "--json").stdout)
     assert all(m["metrics"] for m in as_json["members"])  # each member's newest metrics
+    # the table carries explained variance, and the analysis names the best member by job
+    metric = as_json["analysis"]["metric"]
+    assert metric.endswith("explained_variance") and metric in shown.stdout
+    best = as_json["analysis"]["best_job_id"]
+    assert f"(job {best}) at" in shown.stdout and "rank correlation" in shown.stdout
 
 
 def test_cancelling_a_sweep_stops_every_member(

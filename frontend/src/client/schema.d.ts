@@ -706,9 +706,32 @@ export interface paths {
         };
         /**
          * Get Sweep
-         * @description The members with their status, parameter values and newest metrics.
+         * @description The members with their status, parameter values and newest metrics; the waiting ones
+         *     with their place and expected start (one scheduling pass, as the queue view runs).
          */
         get: operations["get_sweep_api_sweeps__sweep_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sweeps/{sweep_id}/analysis": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Analyse Sweep
+         * @description A metric against every swept parameter: the best member, each parameter's Spearman
+         *     rank correlation with the metric, whether its values want a log axis, and the best at the
+         *     edge of the range searched ("lr best at the top of the range searched: widen it").
+         */
+        get: operations["analyse_sweep_api_sweeps__sweep_id__analysis_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2004,6 +2027,51 @@ export interface components {
              */
             source: "nvml" | "simulated";
         };
+        /**
+         * ParameterEffect
+         * @description One swept parameter against the analysed metric.
+         */
+        ParameterEffect: {
+            /** @description the best member's value */
+            best_value: components["schemas"]["JsonValue"];
+            /**
+             * Edge
+             * @description the best member's value is the largest (top) or least (bottom) tried, of at least 3: the best may lie past the range searched
+             */
+            edge: ("top" | "bottom") | null;
+            /**
+             * High
+             * @description the spec's high, else the largest value tried
+             */
+            high: number | null;
+            /**
+             * Log Axis
+             * @description its values are positive and span a decade or more
+             */
+            log_axis: boolean;
+            /**
+             * Low
+             * @description the range searched: the spec's low, else the least
+             */
+            low: number | null;
+            /**
+             * Note
+             * @description the edge callout, as the page and the CLI say it
+             */
+            note: string | null;
+            /**
+             * Numeric
+             * @description every value a number: it can be an axis
+             */
+            numeric: boolean;
+            /** Path */
+            path: string;
+            /**
+             * Rank Correlation
+             * @description Spearman's rank correlation of the value with the metric, over the members measured (None: fewer than 3, or a constant); its size is the importance shown
+             */
+            rank_correlation: number | null;
+        };
         /** Progress */
         Progress: {
             /**
@@ -2239,6 +2307,44 @@ export interface components {
             same_count: number;
         };
         /**
+         * SweepAnalysis
+         * @description A metric against every swept parameter: the best member, each parameter's rank
+         *     correlation with the metric (a monotone trend, not an interaction-aware importance such
+         *     as fANOVA's) and whether the best lies at the edge of the range searched.
+         */
+        SweepAnalysis: {
+            /** Best Index */
+            best_index: number | null;
+            /** Best Job Id */
+            best_job_id: number | null;
+            /** Best Value */
+            best_value: number | null;
+            /**
+             * Better
+             * @enum {string}
+             */
+            better: "min" | "max";
+            /**
+             * Importance
+             * @description what rank_correlation measures, in words
+             */
+            importance: string;
+            /**
+             * Measured
+             * @description members with the metric that the analysis uses
+             */
+            measured: number;
+            /** Metric */
+            metric: string;
+            /** Parameters */
+            parameters: components["schemas"]["ParameterEffect"][];
+            /**
+             * Running
+             * @description of those, still running (their newest figure)
+             */
+            running: number;
+        };
+        /**
          * SweepCancelled
          * @description A sweep as its cancel left it, with what the cancel did.
          */
@@ -2343,6 +2449,8 @@ export interface components {
                 [key: string]: components["schemas"]["JsonValue"];
             };
             progress: components["schemas"]["Progress"];
+            /** @description a waiting member's place, reason and expected start (a member waiting on the sweep's max_parallel starts as a running member ends, at its measured rate) */
+            queue?: components["schemas"]["QueueInfo"] | null;
             /** Started At */
             started_at: string | null;
             /** Status */
@@ -4193,6 +4301,52 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    analyse_sweep_api_sweeps__sweep_id__analysis_get: {
+        parameters: {
+            query?: {
+                /** @description default: held-out explained variance, or the first */
+                metric?: string | null;
+                /** @description default: min for losses, L0, dead */
+                better?: ("min" | "max") | null;
+            };
+            header?: never;
+            path: {
+                /** @description sweep id */
+                sweep_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepAnalysis"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description metric not reported */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };

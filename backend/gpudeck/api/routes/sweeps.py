@@ -3,19 +3,27 @@ its own page, logs and checkpoints; the sweep's page compares them."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, status
 
+from gpudeck.api import queue_view
 from gpudeck.api.deps import CurrentUser, SessionDep, submitter
 from gpudeck.core.security import Principal
+from gpudeck.engine.kinds import get_kind
 from gpudeck.models import Sweep
 from gpudeck.schemas.common import ErrorResponse
-from gpudeck.schemas.sweeps import SweepCancelled, SweepCreate, SweepPublic, SweepSummary
+from gpudeck.schemas.sweeps import (
+    SweepAnalysis,
+    SweepCancelled,
+    SweepCreate,
+    SweepPublic,
+    SweepSummary,
+)
 from gpudeck.services.accounts import audit
-from gpudeck.services.errors import Forbidden
+from gpudeck.services.errors import Forbidden, InvalidInput
 from gpudeck.services.submit import checks
-from gpudeck.services.sweeps import control, create
+from gpudeck.services.sweeps import analysis, control, create
 
 router = APIRouter(prefix="/api/sweeps", tags=["sweeps"])
 SweepId = Annotated[int, Path(ge=1, le=2**63 - 1, description="sweep id")]
@@ -58,9 +66,42 @@ def list_sweeps(
 
 
 @router.get("/{sweep_id}", responses=NOT_FOUND)
-def get_sweep(sweep_id: SweepId, session: SessionDep) -> SweepPublic:
-    """The members with their status, parameter values and newest metrics."""
-    return control.public(session, control.get_sweep(session, sweep_id))
+def get_sweep(sweep_id: SweepId, session: SessionDep, request: Request) -> SweepPublic:
+    """The members with their status, parameter values and newest metrics; the waiting ones
+    with their place and expected start (one scheduling pass, as the queue view runs)."""
+    sweep = control.public(session, control.get_sweep(session, sweep_id))
+    if any(m.status == "queued" for m in sweep.members):
+        infos = queue_view.current_infos(session, request)
+        for member in sweep.members:
+            member.queue = infos.get(member.job_id) if member.status == "queued" else None
+    return sweep
+
+
+@router.get(
+    "/{sweep_id}/analysis",
+    responses={**NOT_FOUND, 422: {"model": ErrorResponse, "description": "metric not reported"}},
+)
+def analyse_sweep(
+    sweep_id: SweepId,
+    session: SessionDep,
+    metric: Annotated[
+        str | None,
+        Query(max_length=200, description="default: held-out explained variance, or the first"),
+    ] = None,
+    better: Annotated[
+        Literal["min", "max"] | None, Query(description="default: min for losses, L0, dead")
+    ] = None,
+) -> SweepAnalysis:
+    """A metric against every swept parameter: the best member, each parameter's Spearman
+    rank correlation with the metric, whether its values want a log axis, and the best at the
+    edge of the range searched ("lr best at the top of the range searched: widen it")."""
+    sweep = control.public(session, control.get_sweep(session, sweep_id))
+    kind = get_kind(sweep.kind)
+    summary = [s.metric for s in kind.summary_metrics] if kind else []
+    chosen = metric or analysis.default_metric(sweep.members, summary)
+    if chosen is None:
+        raise InvalidInput([("metric", "no member of this sweep reported a metric yet")])
+    return analysis.analyse(sweep.members, sweep.spec, chosen, better)
 
 
 def _owned(session: SessionDep, sweep_id: int, user: Principal) -> Sweep:
