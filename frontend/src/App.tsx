@@ -4,6 +4,7 @@ import type { User } from "./client/types";
 import { AuthGate } from "./components/AuthGate";
 import { ConnectionIndicator } from "./components/ConnectionIndicator";
 import { TelemetryProvider, useTelemetryContext } from "./hooks/TelemetryContext";
+import { Compare } from "./pages/Compare";
 import { Dashboard } from "./pages/Dashboard";
 import { JobDetail } from "./pages/JobDetail";
 import { Jobs } from "./pages/Jobs";
@@ -59,6 +60,7 @@ export function App({ client }: { client: QueryClient }) {
                   <Route path="/" element={<Dashboard />} />
                   <Route path="/jobs" element={<Jobs />} />
                   <Route path="/jobs/:id" element={<JobDetail />} />
+                  <Route path="/compare" element={<Compare />} />
                   <Route path="/new" element={<NewJob />} />
                   <Route path="/queue" element={<Queue />} />
                   <Route path="/sweeps" element={<Sweeps />} />

@@ -1,17 +1,34 @@
 import { ALL_STATUSES, type JobStatus } from "../client/types";
 import { SINCE, SORTS, type JobFilter, type SortKey } from "../lib/jobFilters";
 
-/** Search, status, owner, time and sort for the jobs list (its state lives in the URL). */
-export function JobFilterBar({ filter, owners, onChange }: { filter: JobFilter; owners: string[]; onChange: (next: JobFilter) => void }) {
+interface Props {
+  filter: JobFilter;
+  owners: string[];
+  /** every tag on the listed jobs */
+  tags?: string[];
+  onChange: (next: JobFilter) => void;
+}
+
+/** Search, tag, status, owner, time and sort for the jobs list (its state lives in the URL). */
+export function JobFilterBar({ filter, owners, tags = [], onChange }: Props) {
   return (
     <div className="filter-bar" role="search">
       <input
         type="search"
         aria-label="search jobs"
-        placeholder="name, kind or #id"
+        placeholder="name, kind, #id, tag or notes"
         value={filter.q}
         onChange={(e) => onChange({ ...filter, q: e.target.value })}
       />
+      <select aria-label="tag filter" value={filter.tag} onChange={(e) => onChange({ ...filter, tag: e.target.value })}>
+        <option value="">all tags</option>
+        {/* a tag from the URL that no listed job carries stays choosable */}
+        {[...new Set([...tags, ...(filter.tag ? [filter.tag] : [])])].map((t) => (
+          <option key={t} value={t}>
+            {t}
+          </option>
+        ))}
+      </select>
       <select
         aria-label="status filter"
         value={filter.status ?? ""}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { makeJob } from "../test/fixtures";
-import { applyFilter, exitReason, filterFromParams, filterToParams, isFiltered } from "./jobFilters";
+import { allTags, applyFilter, exitReason, filterFromParams, filterToParams, isFiltered } from "./jobFilters";
 
 const now = Date.parse("2026-06-01T12:00:00Z");
 const hoursAgo = (h: number) => new Date(now - h * 3600_000).toISOString();
@@ -10,6 +10,8 @@ const jobs = [
     name: "sweep-a",
     owner: "ana",
     status: "succeeded",
+    tags: ["baseline", "lr"],
+    notes: "the run section 4 quotes",
     created_at: hoursAgo(48),
     started_at: hoursAgo(48),
     finished_at: hoursAgo(47),
@@ -19,6 +21,7 @@ const jobs = [
     name: "probe",
     owner: "bo",
     status: "failed",
+    tags: ["lr"],
     created_at: hoursAgo(2),
     started_at: hoursAgo(2),
     finished_at: hoursAgo(1.9),
@@ -52,6 +55,17 @@ describe("job filters", () => {
     expect(applyFilter(jobs, { ...base, sort: "longest" }, now).map((j) => j.id)).toEqual([1, 3, 2]);
     expect(applyFilter(jobs, { ...base, q: "#2" }, now).map((j) => j.id)).toEqual([2]);
     expect(applyFilter(jobs, { ...base, q: "nothing" }, now)).toEqual([]);
+  });
+
+  it("filters by tag and searches tags and notes", () => {
+    expect(applyFilter(jobs, { ...base, tag: "lr" }, now).map((j) => j.id)).toEqual([2, 1]);
+    expect(applyFilter(jobs, { ...base, tag: "baseline", owner: "bo" }, now)).toEqual([]);
+    expect(applyFilter(jobs, { ...base, q: "SECTION 4" }, now).map((j) => j.id)).toEqual([1]);
+    expect(applyFilter(jobs, { ...base, q: "baseline" }, now).map((j) => j.id)).toEqual([1]);
+    expect(filterToParams({ ...base, tag: "lr" })).toEqual({ tag: "lr" });
+    expect(filterFromParams(new URLSearchParams("tag=lr")).tag).toBe("lr");
+    expect(isFiltered({ ...base, tag: "lr" })).toBe(true);
+    expect(allTags(jobs)).toEqual(["baseline", "lr"]);
   });
 
   it("gives how each job ended", () => {

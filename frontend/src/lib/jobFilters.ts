@@ -5,9 +5,11 @@ export const SORTS: readonly SortKey[] = ["newest", "oldest", "longest", "name"]
 /** "since" windows, in hours; "" is any time */
 export const SINCE: Readonly<Record<string, number>> = { "1h": 1, "24h": 24, "7d": 24 * 7, "30d": 24 * 30 };
 
-/** The jobs list's filter, as kept in the URL (?q=&status=&owner=&since=&sort=). */
+/** The jobs list's filter, as kept in the URL (?q=&tag=&status=&owner=&since=&sort=). */
 export interface JobFilter {
   q: string;
+  /** a tag the job carries (GET /api/jobs?tag= is the same filter) */
+  tag: string;
   status: JobStatus | null;
   owner: string;
   since: string;
@@ -19,6 +21,7 @@ export function filterFromParams(params: URLSearchParams): JobFilter {
   const since = params.get("since") ?? "";
   return {
     q: params.get("q") ?? "",
+    tag: params.get("tag") ?? "",
     status: (params.get("status") as JobStatus | null) || null,
     owner: params.get("owner") ?? "",
     since: since in SINCE ? since : "",
@@ -30,6 +33,7 @@ export function filterFromParams(params: URLSearchParams): JobFilter {
 export function filterToParams(filter: JobFilter): Record<string, string> {
   const out: Record<string, string> = {};
   if (filter.q) out["q"] = filter.q;
+  if (filter.tag) out["tag"] = filter.tag;
   if (filter.status) out["status"] = filter.status;
   if (filter.owner) out["owner"] = filter.owner;
   if (filter.since) out["since"] = filter.since;
@@ -57,13 +61,24 @@ export function exitReason(job: Job): string {
   return job.status === "succeeded" ? "completed" : "";
 }
 
+/** What the search box looks in: id, name, kind, tags and notes (the API's ?q= minus the id). */
+function searchText(job: Job): string {
+  return `#${job.id} ${job.name ?? ""} ${job.kind} ${(job.tags ?? []).join(" ")} ${job.notes ?? ""}`.toLowerCase();
+}
+
+/** Every tag on the jobs, for the tag filter's choices. */
+export function allTags(jobs: readonly Job[]): string[] {
+  return [...new Set(jobs.flatMap((j) => j.tags ?? []))].sort();
+}
+
 export function applyFilter(jobs: readonly Job[], filter: JobFilter, now = Date.now()): Job[] {
   const q = filter.q.trim().toLowerCase();
   const hours = SINCE[filter.since];
   const after = hours !== undefined ? now - hours * 3600_000 : -Infinity;
   const kept = jobs.filter(
     (job) =>
-      (!q || `#${job.id} ${job.name ?? ""} ${job.kind}`.toLowerCase().includes(q)) &&
+      (!q || searchText(job).includes(q)) &&
+      (!filter.tag || (job.tags ?? []).includes(filter.tag)) &&
       (!filter.status || job.status === filter.status) &&
       (!filter.owner || job.owner === filter.owner) &&
       Date.parse(job.created_at) >= after,

@@ -1,14 +1,17 @@
 import { useMemo, useState } from "react";
 import { Link, useSearchParams } from "react-router-dom";
-import type { Job } from "../client/types";
+import type { Job, JobKindInfo } from "../client/types";
+import "../components/compare/compare.css";
+import { JobLabels } from "../components/job/JobLabels";
 import { JobFilterBar } from "../components/JobFilterBar";
 import { PageHeader } from "../components/PageHeader";
 import { ProgressBar } from "../components/ProgressBar";
 import { StatusBadge } from "../components/StatusBadge";
 import { SweepBadge } from "../components/sweep/SweepBadge";
-import { useJobs } from "../hooks/queries";
-import { formatAge, formatDuration } from "../lib/format";
-import { applyFilter, exitReason, filterFromParams, filterToParams, isFiltered } from "../lib/jobFilters";
+import { useJobs, useKinds } from "../hooks/queries";
+import { compareUrl, leadingFigures, MAX_COMPARED } from "../lib/compare";
+import { formatAge, formatDuration, formatMetric } from "../lib/format";
+import { allTags, applyFilter, exitReason, filterFromParams, filterToParams, isFiltered } from "../lib/jobFilters";
 
 const PAGE = 25;
 // the newest jobs the list searches (the API's page limit); older ones are in `gpudeck jobs`
@@ -20,9 +23,34 @@ function devicesText(job: Job): string {
   return job.devices.map((d) => (nodes.size > 1 ? `${d.node}:${d.index}` : `${d.index}`)).join(", ");
 }
 
-function JobRow({ job }: { job: Job }) {
+function Figures({ job, kind }: { job: Job; kind: JobKindInfo | undefined }) {
+  const figures = leadingFigures(job, kind);
+  if (figures.length === 0) return <span className="muted">—</span>;
+  return (
+    <>
+      {figures.map((f, i) => (
+        <span key={f.metric} title={`${f.label}: ${f.value}`}>
+          {i > 0 && " · "}
+          <span className="muted">{f.label}</span> {formatMetric(f.metric, f.value)}
+        </span>
+      ))}
+    </>
+  );
+}
+
+interface RowProps {
+  job: Job;
+  kind: JobKindInfo | undefined;
+  ticked: boolean;
+  onTick: (id: number, on: boolean) => void;
+}
+
+function JobRow({ job, kind, ticked, onTick }: RowProps) {
   return (
     <tr data-testid="job-row" data-job-id={job.id}>
+      <td className="tick">
+        <input type="checkbox" aria-label={`compare job ${job.id}`} checked={ticked} onChange={(e) => onTick(job.id, e.target.checked)} />
+      </td>
       <td className="job-name">
         <Link to={`/jobs/${job.id}`}>
           #{job.id} {job.name ?? job.kind}
@@ -31,6 +59,13 @@ function JobRow({ job }: { job: Job }) {
       </td>
       <td>
         <StatusBadge status={job.status} devices={job.devices} />
+      </td>
+      <td className="opt">{job.kind}</td>
+      <td className="opt figures-cell" data-testid="job-figures">
+        <Figures job={job} kind={kind} />
+      </td>
+      <td className="opt">
+        <JobLabels job={job} compact />
       </td>
       <td className="mono opt">{devicesText(job)}</td>
       <td className="wide opt">
@@ -57,6 +92,12 @@ export function Jobs() {
   const jobs = useJobs(null, WINDOW, 0);
   const all = useMemo(() => jobs.data?.items ?? [], [jobs.data]);
   const owners = useMemo(() => [...new Set(all.map((j) => j.owner))].sort(), [all]);
+  const tags = useMemo(() => allTags(all), [all]);
+  const kinds = useKinds();
+  const kindOf = useMemo(() => new Map((kinds.data ?? []).map((k) => [k.name, k])), [kinds.data]);
+  // Ticked jobs, in the order ticked: the comparison's columns (any kind, in sweeps or not).
+  const [ticked, setTicked] = useState<number[]>([]);
+  const tick = (id: number, on: boolean) => setTicked((now) => (on ? [...now.filter((t) => t !== id), id] : now.filter((t) => t !== id)));
   const shown = applyFilter(all, filter);
   const offset = Math.min(page * PAGE, Math.max(0, shown.length - 1));
   return (
@@ -65,18 +106,38 @@ export function Jobs() {
       <JobFilterBar
         filter={filter}
         owners={owners}
+        tags={tags}
         onChange={(next) => {
           setParams(filterToParams(next), { replace: true });
           setPage(0);
         }}
       />
       {jobs.error && <div className="banner error">{jobs.error.message}</div>}
+      <div className="compare-bar" data-testid="compare-bar">
+        {ticked.length < 2 ? (
+          <span className="muted small">Tick two or more jobs to compare their settings, curves and figures.</span>
+        ) : (
+          <>
+            <Link className="button primary" to={compareUrl(ticked)} data-testid="compare-link">
+              Compare {ticked.length} jobs
+            </Link>
+            <button type="button" className="link-button small" onClick={() => setTicked([])}>
+              clear
+            </button>
+          </>
+        )}
+        {ticked.length > MAX_COMPARED && <span className="banner error small">at most {MAX_COMPARED} jobs</span>}
+      </div>
       <div className="card table-card">
         <table className="jobs-table" data-testid="jobs-table">
           <thead>
             <tr>
+              <th className="tick" aria-label="compare" />
               <th>job</th>
               <th>status</th>
+              <th className="opt">kind</th>
+              <th className="opt">figures</th>
+              <th className="opt">tags</th>
               <th className="opt">GPUs</th>
               <th className="wide opt">progress</th>
               <th>age</th>
@@ -88,11 +149,11 @@ export function Jobs() {
           </thead>
           <tbody>
             {shown.slice(offset, offset + PAGE).map((job) => (
-              <JobRow key={job.id} job={job} />
+              <JobRow key={job.id} job={job} kind={kindOf.get(job.kind)} ticked={ticked.includes(job.id)} onTick={tick} />
             ))}
             {jobs.data && shown.length === 0 && (
               <tr>
-                <td colSpan={9} className="empty" data-testid="jobs-empty">
+                <td colSpan={13} className="empty" data-testid="jobs-empty">
                   {isFiltered(filter) ? (
                     <>
                       No jobs match.{" "}

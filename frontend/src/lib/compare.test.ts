@@ -1,0 +1,79 @@
+import { describe, expect, it } from "vitest";
+import type { MetricPoint } from "../client/types";
+import { makeJob, makeSaeKind } from "../test/fixtures";
+import { alignRuns, compareUrl, configRows, figureRows, leadingFigures, metricOptions, parseJobIds, parseTags } from "./compare";
+
+const at = (step: number, seconds: number, metrics: Record<string, number>, start = "2026-06-01T12:00:00Z"): MetricPoint => ({
+  step,
+  metrics,
+  created_at: new Date(Date.parse(start) + seconds * 1000).toISOString(),
+});
+
+describe("compare", () => {
+  it("reads the jobs from the URL it writes", () => {
+    expect(parseJobIds("12,3, 7,3,x,0,-2")).toEqual([12, 3, 7]);
+    expect(parseJobIds(null)).toEqual([]);
+    expect(parseJobIds(compareUrl([4, 9]).split("=")[1]!)).toEqual([4, 9]);
+  });
+
+  it("lists every config field and marks the ones that differ", () => {
+    const rows = configRows([
+      { lr: 0.001, steps: 100, dataset: { type: "synthetic", n: 3 }, layers: [1, 2] },
+      { lr: 0.003, steps: 100, dataset: { type: "hf", n: 3 }, layers: [1, 2], seed: 7 },
+    ]);
+    const differing = rows.filter((r) => r.differs).map((r) => r.path);
+    expect(differing).toEqual(["lr", "dataset.type", "seed"]);
+    expect(rows.find((r) => r.path === "seed")!.values).toEqual([null, "7"]);
+    expect(rows.find((r) => r.path === "layers")).toEqual({ path: "layers", values: ["[1,2]", "[1,2]"], differs: false });
+  });
+
+  it("gives each kind's summary figures and the best job of each", () => {
+    const kind = makeSaeKind();
+    const jobs = [
+      makeJob({ id: 1, latest_metrics: { overall_loss: 0.5, l0: 30 } }),
+      makeJob({ id: 2, latest_metrics: { overall_loss: 0.25, l0: 20 } }),
+      makeJob({ id: 3, kind: "script", latest_metrics: {} }),
+    ];
+    const rows = figureRows(jobs, [kind]);
+    expect(rows.map((r) => [r.label, r.values, r.best])).toEqual([
+      ["loss", [0.5, 0.25, null], 1], // lower loss is better
+      ["L0", [30, 20, null], 0],
+    ]);
+    expect(leadingFigures(jobs[1]!, kind, 1)).toEqual([{ metric: "overall_loss", label: "loss", value: 0.25 }]);
+    expect(leadingFigures(jobs[2]!, undefined)).toEqual([]);
+  });
+
+  it("offers the kinds' chart metrics that were reported, then any other", () => {
+    const runs = [[at(1, 0, { overall_loss: 1, extra: 2 })], [at(1, 0, { l0: 3 })]];
+    expect(metricOptions([makeSaeKind()], runs)).toEqual([
+      { name: "overall_loss", label: "overall" },
+      { name: "l0", label: "L0" },
+      { name: "extra", label: "extra" },
+    ]);
+  });
+
+  it("overlays runs by step or by time since each one's first report", () => {
+    const a = [at(0, 0, { loss: 4 }), at(10, 5, { loss: 2 })];
+    const b = [
+      at(0, 0, { loss: 3 }, "2026-06-02T08:00:00Z"),
+      at(20, 10, { other: 1 }, "2026-06-02T08:00:00Z"),
+      at(30, 5, { loss: 1 }, "2026-06-02T08:00:00Z"),
+    ];
+    expect(alignRuns([a, b], "loss", "step")).toEqual([
+      [0, 10, 30],
+      [4, 2, null],
+      [3, null, 1],
+    ]);
+    // started a day apart, both at 0 s and 5 s
+    expect(alignRuns([a, b], "loss", "time")).toEqual([
+      [0, 5],
+      [4, 2],
+      [3, 1],
+    ]);
+  });
+
+  it("reads typed tags", () => {
+    expect(parseTags(" baseline, lr  baseline ")).toEqual(["baseline", "lr"]);
+    expect(parseTags("")).toEqual([]);
+  });
+});
