@@ -1,4 +1,5 @@
-"""`gpudeck show JOB`, `logs JOB`, `checkpoints JOB` and `resume JOB`: one job, over HTTP."""
+"""`gpudeck show JOB`, `logs JOB`, `checkpoints JOB`, `resume JOB` and `diff JOB JOB...`: one
+job (or where several differ), over HTTP."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import httpx
 import typer
 from rich.table import Table
 
-from gpudeck.cli import map_ranks
+from gpudeck.cli import job_settings, map_ranks
 from gpudeck.cli.follow import JobFollower, wait_for
 from gpudeck.cli.http import (
     JsonOption,
@@ -44,7 +45,7 @@ def _elapsed(job: dict[str, Any]) -> str:
 
 def show(job_id: JobArg, url: UrlOption = "", as_json: JsonOption = False) -> None:
     """Everything about one job: devices, progress, times, memory (estimate and measured peak),
-    and why it ended."""
+    its settings (every config field, defaults marked) and why it ended."""
     job = request("GET", url or default_url(), f"/api/jobs/{job_id}")
     if as_json:
         print(json.dumps(job, indent=2))
@@ -87,6 +88,7 @@ def show(job_id: JobArg, url: UrlOption = "", as_json: JsonOption = False) -> No
         if lines:
             console.print("\n" + "\n".join(lines), markup=False, highlight=False)
     _show_ranks(url or default_url(), job, kind)
+    job_settings.print_settings(url or default_url(), job["id"])
     if job["error"] and job["error"].strip() != job["error_summary"]:
         console.print("\n" + job["error"].rstrip(), markup=False, highlight=False)
 
@@ -224,5 +226,5 @@ def checkpoints(job_id: JobArg, url: UrlOption = "", as_json: JsonOption = False
 
 
 def register(app: typer.Typer) -> None:
-    for command in (show, logs, checkpoints, resume):
+    for command in (show, logs, checkpoints, resume, job_settings.diff):
         app.command()(command)

@@ -22,6 +22,13 @@ def test_a_jobs_settings_list_every_field_with_defaults_marked(
     assert answer.status_code == 200, answer.text
     body = answer.json()
     rows = {s["path"]: s for s in body["settings"]}
+    # In the kind's order (the database keeps a config's keys shortest first).
+    assert list(rows)[:4] == ["architecture", "k", "d_in", "d_sae"]
+    assert list(rows)[-3:] == [
+        "ddp.bucket_cap_mb",
+        "ddp.gradient_as_bucket_view",
+        "ddp.broadcast_buffers",
+    ]
     stored = client.get(f"/api/jobs/{job_id}").json()["config"]
     assert rows["lr"]["value"] == stored["lr"] == 0.01 and not rows["lr"]["is_default"]
     assert rows["lr_warm_up_steps"] | {} == {

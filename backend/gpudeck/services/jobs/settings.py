@@ -41,6 +41,28 @@ def flatten(config: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any
             yield path, value
 
 
+def in_model_order(config: dict[str, Any], model: type[BaseModel] | None) -> dict[str, Any]:
+    """The config with its keys in the model's field order, nested models' too: JSONB keeps an
+    object's keys in an order of its own (shortest first), not the order a kind declares."""
+    if model is None:
+        return config
+    fields = list(model.model_fields)
+    ordered = {}
+    for name in sorted(config, key=lambda k: fields.index(k) if k in fields else len(fields)):
+        value = config[name]
+        if isinstance(value, dict) and name in model.model_fields:
+            candidates = _models_of(model.model_fields[name].annotation)
+            chosen = [
+                m
+                for m in candidates
+                if "type" not in m.model_fields
+                or m.model_fields["type"].default == value.get("type")
+            ]
+            value = in_model_order(value, chosen[0] if chosen else None)
+        ordered[name] = value
+    return ordered
+
+
 def _models_of(annotation: Any) -> list[type[BaseModel]]:
     """The config models a field may hold (one, or a union's members)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -107,7 +129,7 @@ def settings_of(kind_name: str, config: dict[str, Any]) -> list[SettingPublic]:
     kind = get_kind(kind_name)
     notes = _notes(kind_name, config)
     rows = []
-    for path, value in flatten(config):
+    for path, value in flatten(in_model_order(config, kind.config_model if kind else None)):
         default = default_of(kind.config_model, path, config) if kind else _MISSING
         has_default = default is not _MISSING
         rows.append(
@@ -131,8 +153,8 @@ def sweep_differences(session: Session, job: Job) -> list[SweepDifference]:
         return []
     base = sweep.spec.get("job", {}).get("config", {})
     kind = get_kind(job.kind)
-    # In the config's order: JSONB keeps an object's keys in an order of its own.
-    order = {path: i for i, (path, _) in enumerate(flatten(job.config))}
+    model = kind.config_model if kind else None
+    order = {path: i for i, (path, _) in enumerate(flatten(in_model_order(job.config, model)))}
     rows = []
     for path, value in sorted(job.sweep_params.items(), key=lambda p: order.get(p[0], len(order))):
         found = _lookup(base, path.split("."))
@@ -170,9 +192,14 @@ def diff_configs(configs: Sequence[dict[str, Any]]) -> tuple[list[DiffField], in
     return differing, same
 
 
+def _ordered(job: Job) -> dict[str, Any]:
+    kind = get_kind(job.kind)
+    return in_model_order(job.config, kind.config_model if kind else None)
+
+
 def jobs_diff(session: Session, job_ids: Sequence[int]) -> SettingsDiffPublic:
     jobs = [get_job(session, job_id) for job_id in job_ids]
-    fields, same = diff_configs([j.config for j in jobs])
+    fields, same = diff_configs([_ordered(j) for j in jobs])
     return SettingsDiffPublic(
         job_ids=[j.id for j in jobs], kinds=[j.kind for j in jobs], fields=fields, same_count=same
     )
