@@ -159,7 +159,6 @@ export function JobDetail() {
           </details>
         )}
       </section>
-      <JobSettings jobId={j.id} />
       {forbidden ? (
         // Another user's job: what its ranks printed and wrote is its owner's (and admins').
         <p className="banner" data-testid="owner-only">
@@ -177,6 +176,8 @@ export function JobDetail() {
           </div>
         </>
       )}
+      {/* below the charts and logs a running job is watched for: its config, every field */}
+      <JobSettings jobId={j.id} />
     </div>
   );
 }
