@@ -5,10 +5,12 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { frontendDir, installExampleKind, launchBrowser, pythonPathWith, repoDir, startServer, waitFor } from "./lib.mjs";
+import { compareTests } from "./compare.mjs";
 import { kindsTests, runAgainTests, SCRIPT_ENV } from "./kinds.mjs";
 import { mapCodeRoot, mapTests } from "./map.mjs";
 import { phoneTests } from "./phone.mjs";
 import { queueTests } from "./queue.mjs";
+import { settingsTests } from "./settings.mjs";
 import { sweepTests } from "./sweeps.mjs";
 
 const shotsDir = process.env.E2E_SCREENSHOTS === "1" ? join(repoDir, "docs/img") : join(frontendDir, "test-results");
@@ -398,6 +400,8 @@ async function main() {
     await kindsTests({ test, page, server, url, shot, codeRoot: code.dir, jobTimeoutMs: JOB_TIMEOUT_MS });
     await runAgainTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
     await sweepTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
+    await settingsTests({ test, page, server, url, shot });
+    await compareTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
     await phoneTests({ test, page, server, url, jobTimeoutMs: JOB_TIMEOUT_MS });
 
     await test("no uncaught errors in the page", async () => {

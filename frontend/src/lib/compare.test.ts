@@ -27,17 +27,26 @@ describe("compare", () => {
     expect(rows.find((r) => r.path === "layers")).toEqual({ path: "layers", values: ["[1,2]", "[1,2]"], differs: false });
   });
 
-  it("gives each kind's summary figures and the best job of each", () => {
-    const kind = makeSaeKind();
+  it("gives each kind's summary figures and the best job where the better way is plain", () => {
+    const kind = {
+      ...makeSaeKind(),
+      summary_metrics: [
+        ...makeSaeKind().summary_metrics,
+        { metric: "explained_variance", label: "explained var." },
+        { metric: "dead_pct", label: "dead %" },
+      ],
+    };
     const jobs = [
-      makeJob({ id: 1, latest_metrics: { overall_loss: 0.5, l0: 30 } }),
-      makeJob({ id: 2, latest_metrics: { overall_loss: 0.25, l0: 20 } }),
+      makeJob({ id: 1, latest_metrics: { overall_loss: 0.5, l0: 30, explained_variance: 0.9, dead_pct: 0 } }),
+      makeJob({ id: 2, latest_metrics: { overall_loss: 0.25, l0: 20, explained_variance: 0.8, dead_pct: 0 } }),
       makeJob({ id: 3, kind: "script", latest_metrics: {} }),
     ];
     const rows = figureRows(jobs, [kind]);
     expect(rows.map((r) => [r.label, r.values, r.best])).toEqual([
       ["loss", [0.5, 0.25, null], 1], // lower loss is better
-      ["L0", [30, 20, null], 0],
+      ["L0", [30, 20, null], null], // a trade-off: neither is marked
+      ["explained var.", [0.9, 0.8, null], 0],
+      ["dead %", [0, 0, null], null], // a tie: neither is marked
     ]);
     expect(leadingFigures(jobs[1]!, kind, 1)).toEqual([{ metric: "overall_loss", label: "loss", value: 0.25 }]);
     expect(leadingFigures(jobs[2]!, undefined)).toEqual([]);

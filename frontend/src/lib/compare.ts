@@ -58,12 +58,23 @@ export interface FigureRow {
   metric: string;
   label: string;
   values: (number | null)[];
-  /** the index of the job with the best value, where the figure says which way is better */
+  /** the index of the job whose value beats every other's, where the figure says which way is better */
   best: number | null;
 }
 
-// Lower is better for losses and dead features; higher for the rest a kind leads with.
-const LOWER_BETTER = /loss|dead|mse|error/;
+// Which way is better, for the figures where it is plain: lower losses and fewer dead
+// features; more variance explained, more features recovered. L0 and the rest are a
+// trade-off or unknown: no job is marked best on them.
+const LOWER_BETTER = /loss|dead|mse/;
+const HIGHER_BETTER = /explained_variance|mmcs|recovered|accuracy/;
+
+function bestOf(metric: string, values: readonly (number | null)[]): number | null {
+  const sign = LOWER_BETTER.test(metric) ? -1 : HIGHER_BETTER.test(metric) ? 1 : 0;
+  const present = values.flatMap((v, i) => (v === null ? [] : [{ v: v * sign, i }]));
+  if (sign === 0 || present.length < 2) return null;
+  const sorted = [...present].sort((a, b) => b.v - a.v);
+  return sorted[0] && sorted[1] && sorted[0].v > sorted[1].v ? sorted[0].i : null; // a tie: none
+}
 
 /** Each kind's summary figures (the union, in the kinds' order) with every job's newest value. */
 export function figureRows(jobs: readonly Job[], kinds: readonly JobKindInfo[]): FigureRow[] {
@@ -77,11 +88,8 @@ export function figureRows(jobs: readonly Job[], kinds: readonly JobKindInfo[]):
       const v = j.latest_metrics?.[metric];
       return typeof v === "number" && Number.isFinite(v) ? v : null;
     });
-    const present = values.flatMap((v, i) => (v === null ? [] : [[v, i] as const]));
-    if (present.length === 0) continue;
-    const lower = LOWER_BETTER.test(metric);
-    const best = present.length > 1 ? present.reduce((a, b) => ((lower ? b[0] < a[0] : b[0] > a[0]) ? b : a))[1] : null;
-    rows.push({ metric, label, values, best });
+    if (values.every((v) => v === null)) continue;
+    rows.push({ metric, label, values, best: bestOf(metric, values) });
   }
   return rows;
 }

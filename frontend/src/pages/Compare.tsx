@@ -106,7 +106,10 @@ function Figures({ jobs, kinds }: { jobs: Job[]; kinds: JobKindInfo[] }) {
   if (rows.length === 0) return null;
   return (
     <div className="card table-card">
-      <h2>Summary figures</h2>
+      <div className="section-head">
+        <h2>Summary figures</h2>
+        <span className="muted small">each job&apos;s newest value; in bold the best, where lower or higher is plainly better</span>
+      </div>
       <table className="compare-table" data-testid="compare-figures">
         <thead>
           <tr>
@@ -196,7 +199,7 @@ export function Compare() {
   const missing = page.data ? ids.filter((id) => !byId.has(id)) : [];
   const jobKinds = (kinds.data ?? []).filter((k) => jobs.some((j) => j.kind === k.name));
   return (
-    <div className="page" data-testid="compare-page">
+    <div className="page compare-page" data-testid="compare-page">
       <PageHeader title={<>Jobs / compare {jobs.length > 0 && `${jobs.length} jobs`}</>} />
       {ids.length < 2 && (
         <div className="banner">
