@@ -79,7 +79,10 @@ def test_a_diff_names_exactly_the_differing_fields_in_the_order_asked(
 def test_bad_diff_requests_name_the_field(client: TestClient, devices: str) -> None:
     a = _submit(client)
     one = client.get("/api/jobs/diff", params={"jobs": [a]})
-    assert one.status_code == 422 and "jobs" in one.text and "2 to 20" in one.text
+    assert one.status_code == 422 and one.json()["detail"][0]["loc"] == ["query", "jobs"]
+    assert "at least 2 items" in one.text
+    many = client.get("/api/jobs/diff", params={"jobs": list(range(1, 22))})
+    assert many.status_code == 422 and "at most 20 items" in many.text
     twice = client.get("/api/jobs/diff", params={"jobs": [a, a]})
     assert twice.status_code == 422 and f"job {a} is named twice" in twice.text
     words = client.get("/api/jobs/diff", params={"jobs": ["x", str(a)]})

@@ -24,13 +24,15 @@ def diff_jobs(
     _user: CurrentUser,
     jobs: Annotated[
         list[Annotated[int, Query(ge=1, le=2**63 - 1)]],
-        Query(description=f"the jobs to compare, 2 to {MAX_DIFF_JOBS}: ?jobs=3&jobs=7"),
+        Query(
+            min_length=2,
+            max_length=MAX_DIFF_JOBS,
+            description=f"the jobs to compare, 2 to {MAX_DIFF_JOBS}: ?jobs=3&jobs=7",
+        ),
     ],
 ) -> SettingsDiffPublic:
     """The config fields whose values differ between the jobs, one value per job in the
     order asked; fields every job sets alike are only counted."""
-    if not 2 <= len(jobs) <= MAX_DIFF_JOBS:
-        raise InvalidInput([("jobs", f"give 2 to {MAX_DIFF_JOBS} jobs, not {len(jobs)}")])
     repeated = sorted({j for j in jobs if jobs.count(j) > 1})
     if repeated:
         raise InvalidInput([("jobs", f"job {repeated[0]} is named twice")])
