@@ -3,6 +3,7 @@ import { isTerminal } from "../client/types";
 import { Checkpoints } from "../components/job/Checkpoints";
 import { FollowUps } from "../components/job/FollowUps";
 import { JobActions } from "../components/job/JobActions";
+import { JobLabels } from "../components/job/JobLabels";
 import { JobSettings } from "../components/job/JobSettings";
 import { LogTail } from "../components/job/LogTail";
 import { Segments } from "../components/job/Segments";
@@ -68,6 +69,10 @@ export function JobDetail() {
       </PageHeader>
       <QueuePlace job={j} />
       <SweepMembership job={j} />
+      <div className="job-labels-bar" data-testid="job-labels-bar">
+        <span className="muted small">tags</span>
+        <JobLabels job={j} />
+      </div>
       <section className="card">
         {isMap && ranks.data && ranks.data.num_chunks !== null ? (
           // a map job counts chunks written (earlier runs' included), not steps

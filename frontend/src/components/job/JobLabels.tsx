@@ -5,6 +5,7 @@ import { api, unwrap } from "../../client/api";
 import type { Job } from "../../client/types";
 import { keys } from "../../hooks/queries";
 import { parseTags } from "../../lib/compare";
+import "../compare/compare.css";
 
 /** Saves a job's tags and notes (PATCH /api/jobs/{id}/labels); the lists and the job reload. */
 export function useLabelJob(id: number) {
