@@ -49,14 +49,17 @@ function SettingRow({ s }: { s: Setting }) {
 function DiffWith({ jobId }: { jobId: number }) {
   const [typed, setTyped] = useState("");
   const [other, setOther] = useState<number | null>(null);
+  const [problem, setProblem] = useState("");
   return (
     <div className="diff-with">
       <form
         className="small"
         onSubmit={(e) => {
           e.preventDefault();
-          const n = Number(typed);
-          setOther(Number.isInteger(n) && n >= 1 && n !== jobId ? n : null);
+          const n = Number(typed.trim().replace(/^#/, ""));
+          const ok = typed.trim() !== "" && Number.isInteger(n) && n >= 1 && n !== jobId;
+          setOther(ok ? n : null);
+          setProblem(ok ? "" : n === jobId ? "that is this job: give another job's number" : "give another job's number, e.g. 12");
         }}
       >
         <label>
@@ -64,6 +67,12 @@ function DiffWith({ jobId }: { jobId: number }) {
           <input aria-label="job to diff with" inputMode="numeric" size={6} value={typed} onChange={(e) => setTyped(e.target.value)} />
         </label>{" "}
         <button type="submit">Diff</button>
+        {problem && (
+          <span className="field-error" role="alert">
+            {" "}
+            {problem}
+          </span>
+        )}
       </form>
       {other !== null && <SettingsDiff ids={[jobId, other]} />}
     </div>

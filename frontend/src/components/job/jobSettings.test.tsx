@@ -76,11 +76,17 @@ describe("JobSettings", () => {
           same_count: 30,
         }),
     });
-    await userEvent.type(await screen.findByLabelText("job to diff with"), "9");
+    const input = await screen.findByLabelText("job to diff with");
+    await userEvent.type(input, "7");
+    await userEvent.click(screen.getByRole("button", { name: "Diff" }));
+    expect(screen.getByRole("alert")).toHaveTextContent("that is this job: give another job's number");
+    await userEvent.clear(input);
+    await userEvent.type(input, "#9");
     await userEvent.click(screen.getByRole("button", { name: "Diff" }));
     expect(await screen.findByTestId("settings-diff-summary")).toHaveTextContent("2 fields differ; 30 the same.");
     const rows = screen.getAllByTestId("diff-field");
     expect(rows.map((r) => r.textContent)).toEqual(["k38", "dataset.pathacts.npynot set"]);
-    await waitFor(() => expect(api.requests.some((r) => r.path === "/api/jobs/diff")).toBe(true));
+    expect(screen.queryByRole("alert")).toBeNull();
+    await waitFor(() => expect(api.requests.filter((r) => r.path === "/api/jobs/diff")).toHaveLength(1));
   });
 });
