@@ -41,6 +41,35 @@ def flatten(config: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any
             yield path, value
 
 
+def _nested_model(model: type[BaseModel], name: str, value: Any) -> type[BaseModel] | None:
+    """The model a dict value of field `name` holds (a union's member by its `type`), or None
+    for a free-form mapping (a script's env, a map's kwargs)."""
+    field = model.model_fields.get(name)
+    if field is None or not isinstance(value, dict):
+        return None
+    for candidate in _models_of(field.annotation):
+        type_field = candidate.model_fields.get("type")
+        if type_field is None or type_field.default == value.get("type"):
+            return candidate
+    return None
+
+
+def model_leaves(
+    config: dict[str, Any], model: type[BaseModel] | None, prefix: str = ""
+) -> Iterator[tuple[str, Any]]:
+    """Each field of a config by dotted path, in the model's order, into nested models only:
+    a free-form mapping is one value, so its keys are never taken for required fields."""
+    if model is None:
+        yield from flatten(config, prefix)
+        return
+    for name, value in in_model_order(config, model).items():
+        nested = _nested_model(model, name, value)
+        if nested is not None and value:
+            yield from model_leaves(value, nested, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", value
+
+
 def in_model_order(config: dict[str, Any], model: type[BaseModel] | None) -> dict[str, Any]:
     """The config with its keys in the model's field order, nested models' too: JSONB keeps an
     object's keys in an order of its own (shortest first), not the order a kind declares."""
@@ -129,7 +158,7 @@ def settings_of(kind_name: str, config: dict[str, Any]) -> list[SettingPublic]:
     kind = get_kind(kind_name)
     notes = _notes(kind_name, config)
     rows = []
-    for path, value in flatten(in_model_order(config, kind.config_model if kind else None)):
+    for path, value in model_leaves(config, kind.config_model if kind else None):
         default = default_of(kind.config_model, path, config) if kind else _MISSING
         has_default = default is not _MISSING
         rows.append(

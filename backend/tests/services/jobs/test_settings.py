@@ -80,3 +80,12 @@ def test_a_job_outside_a_sweep_has_no_sweep_differences(db: Session, devices: st
     answer = job_settings(db, job.id)
     assert answer.sweep_id is None and answer.sweep_differences == []
     assert {s.path: s.value for s in answer.settings}["lr"] == 0.02
+
+
+def test_a_free_form_mapping_is_one_value_not_required_fields() -> None:
+    # A script's env: its keys are the user's, not fields the kind requires.
+    rows = {s.path: s for s in settings_of("script", {"entrypoint": "t.py", "env": {"A": "1"}})}
+    assert "env.A" not in rows
+    env = rows["env"]
+    assert (env.value, env.default, env.has_default) == ({"A": "1"}, {}, True)
+    assert not env.is_default
