@@ -55,6 +55,7 @@ export async function compareTests({ test, page, server, url, shot, jobTimeoutMs
     await page.getByLabel("tag filter").selectOption("");
 
     for (const id of [lone, ...members]) await page.getByLabel(`compare job ${id}`, { exact: true }).check();
+    await shot(page, "jobs-ticked.png");
     await page.getByTestId("compare-link").click();
     const expected = `/compare?jobs=${[lone, ...members].join(",")}`;
     await page.waitForURL((u) => u.pathname + u.search === expected, { timeout: 15000 });

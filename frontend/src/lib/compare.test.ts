@@ -1,7 +1,17 @@
 import { describe, expect, it } from "vitest";
 import type { MetricPoint } from "../client/types";
 import { makeJob, makeSaeKind } from "../test/fixtures";
-import { alignRuns, compareUrl, configRows, figureRows, leadingFigures, metricOptions, parseJobIds, parseTags } from "./compare";
+import {
+  alignRuns,
+  compareUrl,
+  configRows,
+  figureRows,
+  leadingFigures,
+  metricOptions,
+  numericSettings,
+  parseJobIds,
+  parseTags,
+} from "./compare";
 
 const at = (step: number, seconds: number, metrics: Record<string, number>, start = "2026-06-01T12:00:00Z"): MetricPoint => ({
   step,
@@ -79,6 +89,16 @@ describe("compare", () => {
       [4, 2],
       [3, 1],
     ]);
+  });
+
+  it("offers the differing numeric settings to draw a metric against", () => {
+    const rows = configRows([
+      { lr: 0.001, k: 8, name: "a", steps: 100, warm: 1 },
+      { lr: 0.01, k: 16, name: "b", steps: 100 },
+      { lr: 0.1, k: "auto", name: "c", steps: 100 },
+    ]);
+    // k is a number in two jobs and text in one: not a numeric axis; warm is set in one job only
+    expect(numericSettings(rows)).toEqual([{ path: "lr", values: [0.001, 0.01, 0.1] }]);
   });
 
   it("reads typed tags", () => {

@@ -149,3 +149,14 @@ export function leadingFigures(job: Job, kind: JobKindInfo | undefined, n = 2): 
   }
   return out;
 }
+
+/** The differing settings a metric can be drawn against: every job that sets it sets a number (two at least). */
+export function numericSettings(rows: readonly ConfigRow[]): { path: string; values: (number | null)[] }[] {
+  return rows.flatMap((row) => {
+    if (!row.differs) return [];
+    const values = row.values.map((v) => (v !== null && v.trim() !== "" && Number.isFinite(Number(v)) ? Number(v) : null));
+    const set = row.values.filter((v) => v !== null).length;
+    const numbers = values.filter((v) => v !== null).length;
+    return numbers >= 2 && numbers === set ? [{ path: row.path, values }] : [];
+  });
+}
