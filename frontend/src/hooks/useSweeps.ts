@@ -7,6 +7,7 @@ import { isTerminal, type JobStatus } from "../client/types";
 export const sweepKeys = {
   all: ["sweeps"] as const,
   one: (id: number) => ["sweeps", id] as const,
+  analysis: (id: number, metric: string, better: string) => ["sweeps", id, "analysis", metric, better] as const,
 };
 
 /** Whether every member has ended (nothing left to poll for). */
@@ -40,5 +41,20 @@ export function useCreateSweep() {
       void client.invalidateQueries({ queryKey: sweepKeys.all });
       void client.invalidateQueries({ queryKey: ["jobs"] });
     },
+  });
+}
+
+/**
+ * A metric against every swept parameter (GET /api/sweeps/{id}/analysis): the best member, each
+ * parameter's rank correlation, the edge callouts. Re-read with the sweep: `version` changes as
+ * its members report (their newest figures), so the answer follows a running sweep.
+ */
+export function useSweepAnalysis(id: number, metric: string, better: "min" | "max", version: string) {
+  return useQuery({
+    queryKey: [...sweepKeys.analysis(id, metric, better), version],
+    queryFn: () => unwrap(api.GET("/api/sweeps/{sweep_id}/analysis", { params: { path: { sweep_id: id }, query: { metric, better } } })),
+    enabled: metric !== "",
+    placeholderData: (previous) => previous,
+    retry: false,
   });
 }

@@ -6,6 +6,7 @@ import { PageHeader } from "../components/PageHeader";
 import { FrontierCard, type MetricOption } from "../components/sweep/FrontierCard";
 import { MemberCurves } from "../components/sweep/MemberCurves";
 import { MembersTable } from "../components/sweep/MembersTable";
+import { ParameterCard } from "../components/sweep/ParameterCard";
 import { useKind } from "../hooks/queries";
 import { useHoldReleaseCancel } from "../hooks/useHoldReleaseCancel";
 import { sweepEnded, useSweep } from "../hooks/useSweeps";
@@ -53,9 +54,10 @@ function Actions({ sweep }: { sweep: SweepData }) {
 }
 
 /**
- * A sweep: its members (sortable, filtered by status, exported), the curves of the members
- * ticked (until the user ticks: all of a small sweep, else the frontier's), and two summary
- * metrics with their Pareto frontier; re-read until every member ended.
+ * A sweep: its members (sortable, filtered by status, exported; the waiting ones with their
+ * expected start), the curves of the members ticked (until the user ticks: all of a small sweep,
+ * else the frontier's), two summary metrics with their Pareto frontier, and any metric against
+ * any swept parameter; re-read until every member ended.
  */
 export function Sweep() {
   const id = Number(useParams().id);
@@ -71,7 +73,8 @@ export function Sweep() {
     const all = [...summary, ...(kind.data?.charts ?? []).flatMap((c) => c.series.map((s) => ({ name: s.metric, label: s.label })))];
     return all.filter((m, i) => all.findIndex((o) => o.name === m.name) === i);
   }, [summary, kind.data]);
-  const columns = useMemo(() => (sweep.data ? memberColumns(parameterPaths(sweep.data), summary) : []), [sweep.data, summary]);
+  const paths = useMemo(() => (sweep.data ? parameterPaths(sweep.data) : []), [sweep.data]);
+  const columns = useMemo(() => memberColumns(paths, summary), [paths, summary]);
   const byDefault = useMemo(() => new Set(sweep.data ? defaultCurves(sweep.data.members, summary) : []), [sweep.data, summary]);
   const ticked = tickedByHand ?? byDefault;
   if (sweep.error) return <div className="page banner error">{sweep.error.message}</div>;
@@ -104,6 +107,7 @@ export function Sweep() {
         </span>
       </div>
       {kind.data && summary.length > 0 && <FrontierCard key={data.kind} sweep={data} metrics={summary} />}
+      {kind.data && summary.length > 0 && paths.length > 0 && <ParameterCard sweep={data} metrics={summary} paths={paths} />}
       {kind.data && <MemberCurves sweep={data} ticked={ticked} metrics={curveMetrics} />}
       <MembersTable sweep={data} columns={columns} ticked={ticked} onTick={onTick} />
     </div>

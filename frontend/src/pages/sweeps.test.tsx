@@ -52,7 +52,7 @@ describe("the sweep page", () => {
     expect(screen.getByLabelText("x better")).toHaveValue("min");
     expect(screen.getByLabelText("y metric")).toHaveValue("explained_variance");
     expect(screen.getByLabelText("y better")).toHaveValue("max");
-    expect(screen.getByRole("img")).toHaveAttribute("data-points", "4");
+    expect(within(screen.getByTestId("frontier-card")).getByRole("img")).toHaveAttribute("data-points", "4");
   });
 
   it("lists the members with their values, status linked to the job, and sorts and filters them", async () => {

@@ -1,9 +1,9 @@
 import { useMemo, useState } from "react";
 import { useNavigate } from "react-router-dom";
 import type { Sweep, SweepMember } from "../../client/sweepTypes";
-import { defaultAxes, varyingMetrics } from "../../lib/sweep/axes";
+import { defaultAxes, reportedMetrics, varyingMetrics } from "../../lib/sweep/axes";
 import { isStopped, memberText } from "../../lib/sweep/members";
-import { betterOf, paretoFrontier, type Better } from "../../lib/sweep/pareto";
+import { betterOf, kneeOf, paretoFrontier, type Better } from "../../lib/sweep/pareto";
 import { tickText } from "../../lib/sweep/scale";
 import { ParetoScatter, type ScatterPoint } from "./ParetoScatter";
 
@@ -48,13 +48,16 @@ function AxisPicker(props: {
  * Any two summary metrics of the members that succeeded, the Pareto frontier drawn and its
  * members listed (linked, in frontier order); the members appear as they finish. Members stopped
  * before their last step (early stopping, a cancel, the time limit) are drawn hollow at their
- * figures when they stopped, and kept off the frontier: those are not the figures of a full run.
+ * figures when they stopped, and members still running as squares at their newest figures; both
+ * are kept off the frontier: those are not the figures of a full run. It opens on the held-out
+ * figures where the members report them, and rings the frontier's knee, saying why.
  */
 export function FrontierCard({ sweep, metrics }: Props) {
   const navigate = useNavigate();
   const varying = useMemo(() => varyingMetrics(sweep.members, metrics), [sweep.members, metrics]);
   // the default axes follow the members as they finish, until the user picks
-  const [autoX, autoY] = defaultAxes(metrics, varying);
+  const reported = useMemo(() => reportedMetrics(sweep.members), [sweep.members]);
+  const [autoX, autoY] = defaultAxes(metrics, varying, reported);
   const [xChoice, setXChoice] = useState<string | null>(null);
   const [yChoice, setYChoice] = useState<string | null>(null);
   const xMetric = xChoice ?? autoX;
@@ -66,22 +69,26 @@ export function FrontierCard({ sweep, metrics }: Props) {
   // the members that succeeded first (the frontier is theirs), then those stopped early
   const points = useMemo<ScatterPoint[]>(() => {
     const placed = (m: SweepMember) => m.metrics[xMetric] !== undefined && m.metrics[yMetric] !== undefined;
-    const point = (m: SweepMember, stopped: boolean): ScatterPoint => ({
+    const point = (m: SweepMember, stopped: boolean, running = false): ScatterPoint => ({
       jobId: m.job_id,
       x: m.metrics[xMetric] as number,
       y: m.metrics[yMetric] as number,
-      label: stopped ? `${memberText(m)} (${m.status})` : memberText(m),
+      label: stopped ? `${memberText(m)} (${m.status})` : running ? `${memberText(m)} (running, step ${m.progress.step})` : memberText(m),
       stopped,
+      running,
     });
     return [
       ...sweep.members.filter((m) => m.status === "succeeded" && placed(m)).map((m) => point(m, false)),
       ...sweep.members.filter((m) => isStopped(m) && placed(m)).map((m) => point(m, true)),
+      ...sweep.members.filter((m) => m.status === "running" && placed(m)).map((m) => point(m, false, true)),
     ];
   }, [sweep.members, xMetric, yMetric]);
-  const finished = useMemo(() => points.filter((p) => !p.stopped), [points]);
+  const finished = useMemo(() => points.filter((p) => !p.stopped && !p.running), [points]);
   // indices into `finished`, the first points: the same indices into `points`
   const frontier = useMemo(() => paretoFrontier(finished, xBetter, yBetter), [finished, xBetter, yBetter]);
-  const stopped = points.length - finished.length;
+  const running = points.filter((p) => p.running).length;
+  const stopped = points.length - finished.length - running;
+  const knee = useMemo(() => kneeOf(finished, frontier), [finished, frontier]);
   const labelOf = (name: string) => metrics.find((m) => m.name === name)?.label ?? name;
   const xLabel = `${labelOf(xMetric)} (${xBetter === "min" ? "fewer" : "more"} is better)`;
   const yLabel = `${labelOf(yMetric)} (${yBetter === "min" ? "fewer" : "more"} is better)`;
@@ -116,9 +123,9 @@ export function FrontierCard({ sweep, metrics }: Props) {
       </div>
       <p className="muted small">
         {finished.length} of {sweep.members.length} members succeeded with both figures
-        {stopped > 0 && `, ${stopped} stopped before their last step (hollow: their figures at the stop, off the frontier)`};{" "}
-        {frontier.length} on the frontier (no other member that succeeded is as good in both and better in one). Click a point to open its
-        job.
+        {stopped > 0 && `, ${stopped} stopped before their last step (hollow: their figures at the stop, off the frontier)`}
+        {running > 0 && `, ${running} running (squares: their newest figures, off the frontier until they succeed)`}; {frontier.length} on
+        the frontier (no other member that succeeded is as good in both and better in one). Click a point to open its job.
       </p>
       {[xMetric, yMetric]
         .filter((name, i, both) => finished.length > 1 && !varying.has(name) && both.indexOf(name) === i)
@@ -135,6 +142,14 @@ export function FrontierCard({ sweep, metrics }: Props) {
         yLabel={yLabel}
         onOpen={(id) => navigate(`/jobs/${id}`)}
         describe={(p) => `${labelOf(xMetric)} ${tickText(p.x)}, ${labelOf(yMetric)} ${tickText(p.y)}`}
+        marked={
+          knee === null
+            ? null
+            : {
+                index: knee,
+                label: `knee: ${(points[knee] as ScatterPoint).label} → job #${(points[knee] as ScatterPoint).jobId}, the frontier's bend (the member farthest from the line through its two ends): up to it, each step along the frontier buys much ${labelOf(yMetric)} for little ${labelOf(xMetric)}; past it, little. The member to try first.`,
+              }
+        }
       />
     </div>
   );

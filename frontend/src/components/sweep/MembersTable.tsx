@@ -13,6 +13,7 @@ import {
   type SortBy,
 } from "../../lib/sweep/members";
 import { tickText } from "../../lib/sweep/scale";
+import { expectedStartBasis, formatExpectedStart } from "../../lib/scheduling";
 import { ProgressBar } from "../ProgressBar";
 import { StatusBadge } from "../StatusBadge";
 
@@ -64,6 +65,17 @@ function Row({ member, columns, ticked, onTick }: { member: SweepMember; columns
               <Link to={`/jobs/${member.job_id}`} data-testid="member-link">
                 <StatusBadge status={member.status as JobStatus} /> <span className="small">job #{member.job_id}</span>
               </Link>
+              {member.queue && (
+                // a waiting member: when it starts (from the running members' rates under max_parallel)
+                <div
+                  className="small muted"
+                  data-testid="member-start"
+                  title={`${member.queue.reason}. ${expectedStartBasis(member.queue)}`}
+                >
+                  #{member.queue.position} in the queue · starts{" "}
+                  {formatExpectedStart(member.queue.expected_start_at, undefined, member.queue.expected_start_from_time_limits)}
+                </div>
+              )}
             </td>
           );
         if (column.key === "progress")

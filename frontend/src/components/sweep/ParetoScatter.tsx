@@ -2,12 +2,13 @@
  * Two summary metrics of a sweep's members on one canvas, the Pareto frontier drawn through the
  * members on it (highlighted). One canvas and one set of listeners for any number of members:
  * hovering names the nearest point, clicking it opens that member's job. A member stopped before
- * its last step is drawn hollow (a legend says so). Its draw time is kept as data-draw-ms and as
+ * its last step is drawn hollow, one still running as a hollow square at its newest figures (a
+ * legend says so); a marked point (the frontier's knee, the best member) is ringed. Its draw time is kept as data-draw-ms and as
  * the performance measure "sweep-scatter-draw".
  */
 import { useEffect, useMemo, useRef, useState } from "react";
 import { Link } from "react-router-dom";
-import { axisOf, tickText, toPixel, type Axis } from "../../lib/sweep/scale";
+import { axisOf, logAxisOf, tickText, toPixel, type Axis } from "../../lib/sweep/scale";
 
 export interface ScatterPoint {
   jobId: number;
@@ -17,6 +18,8 @@ export interface ScatterPoint {
   label: string;
   /** ended before its last step (early stopping, a cancel, its time limit): drawn hollow */
   stopped?: boolean;
+  /** still running: placed at its newest figures, drawn as a hollow square, off the frontier */
+  running?: boolean;
 }
 
 interface Props {
@@ -29,6 +32,10 @@ interface Props {
   /** a frontier member's figures, beside its link */
   describe: (point: ScatterPoint) => string;
   height?: number;
+  /** the x axis on a log scale (values spanning decades: a learning rate) */
+  xLog?: boolean;
+  /** an index into points ringed and named beside the chart (the knee, the best member) */
+  marked?: { index: number; label: string } | null;
 }
 
 const MARGIN = { left: 58, right: 14, top: 12, bottom: 38 };
@@ -43,8 +50,8 @@ interface Frame {
   py: (v: number) => number;
 }
 
-export function frameOf(points: ScatterPoint[], width: number, height: number): Frame {
-  const x = axisOf(points.map((p) => p.x));
+export function frameOf(points: ScatterPoint[], width: number, height: number, xLog = false): Frame {
+  const x = xLog ? logAxisOf(points.map((p) => p.x)) : axisOf(points.map((p) => p.x));
   const y = axisOf(points.map((p) => p.y));
   return {
     width,
@@ -94,7 +101,14 @@ function drawAxes(ctx: CanvasRenderingContext2D, f: Frame, c: ReturnType<typeof 
   ctx.restore();
 }
 
-function draw(canvas: HTMLCanvasElement, f: Frame, points: ScatterPoint[], frontier: number[], labels: [string, string]): void {
+function draw(
+  canvas: HTMLCanvasElement,
+  f: Frame,
+  points: ScatterPoint[],
+  frontier: number[],
+  labels: [string, string],
+  marked: number | null,
+): void {
   const ctx = canvas.getContext("2d");
   if (!ctx) return;
   const ratio = window.devicePixelRatio || 1;
@@ -108,7 +122,7 @@ function draw(canvas: HTMLCanvasElement, f: Frame, points: ScatterPoint[], front
   const dots = (stopped: boolean, r: number) => {
     ctx.beginPath();
     for (const p of points) {
-      if (Boolean(p.stopped) !== stopped) continue;
+      if (Boolean(p.stopped) !== stopped || p.running) continue;
       const x = f.px(p.x);
       const y = f.py(p.y);
       ctx.moveTo(x + r, y);
@@ -124,7 +138,20 @@ function draw(canvas: HTMLCanvasElement, f: Frame, points: ScatterPoint[], front
   ctx.lineWidth = 1.5;
   dots(true, 3.5);
   ctx.stroke();
+  // running members: hollow squares in the accent colour, at their newest figures
+  ctx.strokeStyle = c.accent;
+  ctx.beginPath();
+  for (const p of points) if (p.running) ctx.rect(f.px(p.x) - 4, f.py(p.y) - 4, 8, 8);
+  ctx.stroke();
   ctx.globalAlpha = 1;
+  if (marked !== null && points[marked]) {
+    const p = points[marked] as ScatterPoint;
+    ctx.strokeStyle = c.accent;
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    ctx.arc(f.px(p.x), f.py(p.y), 10, 0, 2 * Math.PI);
+    ctx.stroke();
+  }
   // the frontier: a line through its members, each ringed
   ctx.strokeStyle = c.accent;
   ctx.fillStyle = c.accent;
@@ -159,12 +186,13 @@ function nearest(f: Frame, points: ScatterPoint[], x: number, y: number): number
   return best;
 }
 
-export function ParetoScatter({ points, frontier, xLabel, yLabel, onOpen, describe, height = 340 }: Props) {
+export function ParetoScatter({ points, frontier, xLabel, yLabel, onOpen, describe, height = 340, xLog = false, marked = null }: Props) {
   const host = useRef<HTMLDivElement>(null);
   const canvas = useRef<HTMLCanvasElement>(null);
   const [width, setWidth] = useState(640);
   const [hover, setHover] = useState<number | null>(null);
-  const frame = useMemo(() => frameOf(points, width, height), [points, width, height]);
+  const frame = useMemo(() => frameOf(points, width, height, xLog), [points, width, height, xLog]);
+  const markedIndex = marked?.index ?? null;
 
   useEffect(() => {
     const el = host.current;
@@ -178,11 +206,11 @@ export function ParetoScatter({ points, frontier, xLabel, yLabel, onOpen, descri
     const el = canvas.current;
     if (!el) return;
     const started = performance.now();
-    draw(el, frame, points, frontier, [xLabel, yLabel]);
+    draw(el, frame, points, frontier, [xLabel, yLabel], markedIndex);
     const ms = performance.now() - started;
     el.dataset.drawMs = ms.toFixed(2);
     performance.measure?.("sweep-scatter-draw", { start: started, duration: ms });
-  }, [frame, points, frontier, xLabel, yLabel]);
+  }, [frame, points, frontier, xLabel, yLabel, markedIndex]);
 
   const at = (event: React.MouseEvent<HTMLCanvasElement>) => {
     const box = event.currentTarget.getBoundingClientRect();
@@ -190,6 +218,8 @@ export function ParetoScatter({ points, frontier, xLabel, yLabel, onOpen, descri
   };
   const hovered = hover !== null ? points[hover] : undefined;
   const stopped = points.filter((p) => p.stopped).length;
+  const running = points.filter((p) => p.running).length;
+  const markedPoint = marked ? points[marked.index] : undefined;
   return (
     <div ref={host} className="scatter" data-testid="sweep-scatter">
       <canvas
@@ -200,6 +230,8 @@ export function ParetoScatter({ points, frontier, xLabel, yLabel, onOpen, descri
         data-points={points.length}
         data-frontier={frontier.length}
         data-stopped={stopped}
+        data-running={running}
+        data-x-log={xLog || undefined}
         onMouseMove={(e) => setHover(at(e))}
         onMouseLeave={() => setHover(null)}
         onClick={(e) => {
@@ -216,6 +248,17 @@ export function ParetoScatter({ points, frontier, xLabel, yLabel, onOpen, descri
         <p className="scatter-legend small muted" data-testid="scatter-legend">
           <span className="dot" aria-hidden="true" /> succeeded <span className="dot hollow" aria-hidden="true" /> stopped before its last
           step (early stopping, a cancel, its time limit): its figures at the stop, off the frontier
+        </p>
+      )}
+      {running > 0 && (
+        <p className="scatter-legend small muted" data-testid="running-legend">
+          <span className="dot square" aria-hidden="true" /> running ({running}): at its newest figures, which still move; off the frontier
+          until it succeeds
+        </p>
+      )}
+      {marked && markedPoint && (
+        <p className="small" data-testid="marked-point" data-job-id={markedPoint.jobId}>
+          ◎ {marked.label}
         </p>
       )}
       {frontier.length > 0 && (

@@ -45,3 +45,32 @@ export function paretoFrontier(points: readonly XY[], xBetter: Better, yBetter: 
 export function betterOf(metric: string): Better {
   return /loss|mse|(^|_)l0$|dead|error/i.test(metric) ? "min" : "max";
 }
+
+/**
+ * The frontier's knee: the point farthest from the straight line through its two ends, both
+ * axes scaled to [0, 1] (Satopää et al.'s Kneedle, in one pass). Before it, moving along the
+ * frontier buys much of one metric for little of the other; past it, little. `frontier` holds
+ * indices into `points` in frontier order; null for fewer than 3 points or a straight frontier.
+ */
+export function kneeOf(points: readonly XY[], frontier: readonly number[]): number | null {
+  if (frontier.length < 3) return null;
+  const at = frontier.map((i) => points[i] as XY);
+  const xs = at.map((p) => p.x);
+  const ys = at.map((p) => p.y);
+  const span = (v: number[]) => Math.max(...v) - Math.min(...v) || 1;
+  const [x0, y0, sx, sy] = [Math.min(...xs), Math.min(...ys), span(xs), span(ys)];
+  const scaled = at.map((p) => ({ x: (p.x - x0) / sx, y: (p.y - y0) / sy }));
+  const a = scaled[0] as XY;
+  const b = scaled[scaled.length - 1] as XY;
+  const length = Math.hypot(b.x - a.x, b.y - a.y) || 1;
+  let best: number | null = null;
+  let bestD = 1e-9;
+  scaled.forEach((p, n) => {
+    const d = Math.abs((b.x - a.x) * (a.y - p.y) - (a.x - p.x) * (b.y - a.y)) / length;
+    if (d > bestD) {
+      bestD = d;
+      best = frontier[n] as number;
+    }
+  });
+  return best;
+}

@@ -1,8 +1,9 @@
-/** A linear axis for the sweep scatter: a padded domain, round ticks, value <-> pixel. */
+/** An axis for the sweep's charts: a padded domain, round ticks, value <-> pixel; linear, or log10 (min and max then stay values). */
 export interface Axis {
   min: number;
   max: number;
   ticks: number[];
+  log?: boolean;
 }
 
 /** Round steps (1, 2, 5 x 10^n) giving about `count` ticks over [min, max]. */
@@ -32,9 +33,37 @@ export function axisOf(values: readonly number[]): Axis {
   return { min, max, ticks: niceTicks(min, max) };
 }
 
+/** Positive values that span a decade or more read better on a log axis (an lr from 1e-4 to 1e-1). */
+export function spansDecades(values: readonly number[]): boolean {
+  if (values.length === 0 || values.some((v) => !(v > 0))) return false;
+  return Math.max(...values) / Math.min(...values) >= 10;
+}
+
+/** A log10 axis over positive values: padded by 5 % of the decades either way, ticks at 1, 2 and 5 per decade (1 per decade past 3 decades). */
+export function logAxisOf(values: readonly number[]): Axis {
+  const logs = values.filter((v) => v > 0).map(Math.log10);
+  if (logs.length === 0) return axisOf(values);
+  const lo = Math.min(...logs);
+  const hi = Math.max(...logs);
+  const pad = hi > lo ? (hi - lo) * 0.05 : 0.5;
+  const min = 10 ** (lo - pad);
+  const max = 10 ** (hi + pad);
+  const steps = hi - lo > 3 ? [1] : [1, 2, 5];
+  const ticks: number[] = [];
+  for (let e = Math.floor(lo - pad); e <= Math.ceil(hi + pad); e++)
+    for (const m of steps) {
+      const t = Number((m * 10 ** e).toPrecision(12));
+      if (t >= min && t <= max) ticks.push(t);
+    }
+  return { min, max, ticks, log: true };
+}
+
 /** Maps a value on `axis` to a pixel between `from` and `to` (to < from for a y axis). */
 export function toPixel(axis: Axis, value: number, from: number, to: number): number {
-  return from + ((value - axis.min) / (axis.max - axis.min)) * (to - from);
+  const at = axis.log
+    ? (Math.log10(value) - Math.log10(axis.min)) / (Math.log10(axis.max) - Math.log10(axis.min))
+    : (value - axis.min) / (axis.max - axis.min);
+  return from + at * (to - from);
 }
 
 /** A tick's text: short, without float noise (0.30000000000000004 -> 0.3). */
