@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from gpudeck.api.routes import (
     auth,
     choices,
+    clusters,
     datasets,
     estimates,
     gpus,
@@ -45,6 +46,7 @@ API_ROUTERS = tuple(
         job_runs,
         queue,
         sweeps,
+        clusters,
         ws_jobs,
     )
 )

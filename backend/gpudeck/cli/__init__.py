@@ -7,6 +7,7 @@ import typer
 
 from gpudeck.cli import (
     client,
+    clusters,
     compare,
     estimate,
     help_text,
@@ -38,4 +39,5 @@ kinds.register(app)
 sweeps.register(app)
 labels.register(app)
 compare.register(app)
+clusters.register(app)
 help_text.unwrap_help(app)  # last: after every command is registered

@@ -1,6 +1,7 @@
 """SQLAlchemy tables only. Pydantic request/response models live in gpudeck.schemas."""
 
 from gpudeck.models.allocation import Allocation
+from gpudeck.models.cluster import Cluster
 from gpudeck.models.device import Device, Node, NodeToken
 from gpudeck.models.job import Checkpoint, Job, JobMetric, JobStatus
 from gpudeck.models.job_log import JobLogChunk
@@ -15,6 +16,7 @@ __all__ = [
     "ApiToken",
     "AuditEvent",
     "Checkpoint",
+    "Cluster",
     "Device",
     "Job",
     "JobLogChunk",

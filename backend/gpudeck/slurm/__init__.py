@@ -7,7 +7,8 @@ into GPUDeck's words.
 
     script.py   a batch script from typed values; a sweep's array split past MaxArraySize
     client.py   submit, poll (one squeue + at most one sacct whatever the number of jobs),
-                cancel, signal, the array throttle, nodes and their GPUs, the cluster's config
+                cancel, signal, the array throttle, nodes and their GPUs, partitions, the
+                cluster's config
     states.py   Slurm's job states and pending reasons in GPUDeck's words
     records.py  parsing squeue, sacct and scontrol output
     runner.py   the command runner protocol and the local one
@@ -17,7 +18,7 @@ docs/slurm.md says how it is tested (a real two-node cluster) and what the execu
 
 from gpudeck.slurm.client import SlurmClient
 from gpudeck.slurm.errors import SlurmError, SlurmRefused, SlurmUnreachable
-from gpudeck.slurm.records import GpuGres, JobState, NodeInfo
+from gpudeck.slurm.records import GpuGres, JobState, NodeInfo, PartitionInfo
 from gpudeck.slurm.runner import CommandResult, CommandRunner, CommandTimedOut, LocalRunner
 from gpudeck.slurm.script import ArrayChunk, ArraySpec, BatchSpec, render, split_array
 
@@ -32,6 +33,7 @@ __all__ = [
     "JobState",
     "LocalRunner",
     "NodeInfo",
+    "PartitionInfo",
     "SlurmClient",
     "SlurmError",
     "SlurmRefused",

@@ -18,8 +18,10 @@ from gpudeck.slurm.records import (
     SQUEUE_FORMAT,
     JobState,
     NodeInfo,
+    PartitionInfo,
     parse_config,
     parse_nodes,
+    parse_partitions,
     parse_sacct,
     parse_squeue,
     unknown,
@@ -104,6 +106,11 @@ class SlurmClient:
     def nodes(self) -> list[NodeInfo]:
         """Every node with its GPUs (GRES) and those in use."""
         return parse_nodes(self._checked(["scontrol", "-d", "-o", "show", "node"]).stdout)
+
+    def partitions(self) -> list[PartitionInfo]:
+        """Every partition, with its state, nodes and time limit (hidden ones included)."""
+        argv = ["scontrol", "-a", "-o", "show", "partition"]
+        return parse_partitions(self._checked(argv).stdout)
 
     def config(self) -> dict[str, str]:
         """slurmctld's configuration (MaxArraySize, MinJobAge, ...)."""

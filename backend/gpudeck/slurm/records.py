@@ -147,6 +147,32 @@ class NodeInfo:
     gpus: tuple[GpuGres, ...]
 
 
+@dataclass(frozen=True)
+class PartitionInfo:
+    name: str
+    state: str  # Slurm's, lower case: up, down, drain, inactive
+    nodes: str | None  # Slurm's node list, e.g. n[1-2]
+    max_time: str | None  # as Slurm prints it (UNLIMITED, 1-00:00:00); None where unset
+
+
+def parse_partitions(stdout: str) -> list[PartitionInfo]:
+    """`scontrol -o show partition`: one partition a line."""
+    out = []
+    for line in stdout.splitlines():
+        if not line.startswith("PartitionName="):
+            continue
+        kv = key_values(line)
+        out.append(
+            PartitionInfo(
+                name=kv["PartitionName"],
+                state=kv.get("State", "unknown").lower(),
+                nodes=_value(kv.get("Nodes", "")),
+                max_time=_value(kv.get("MaxTime", "")),
+            )
+        )
+    return out
+
+
 def key_values(line: str) -> dict[str, str]:
     """scontrol's one-line `Key=value Key=value` records; values may hold spaces (OS=Linux 6.1)."""
     keys = list(_KEY.finditer(line))

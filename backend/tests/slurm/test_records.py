@@ -7,7 +7,7 @@ import typing
 from gpudeck.models.job import JobStatus
 from gpudeck.schemas.jobs import ReasonCode
 from gpudeck.slurm import states
-from gpudeck.slurm.records import expand, key_values, parse_nodes, parse_sacct
+from gpudeck.slurm.records import expand, key_values, parse_nodes, parse_partitions, parse_sacct
 
 
 def test_every_word_is_a_gpudeck_status_or_unknown() -> None:
@@ -63,3 +63,17 @@ def test_node_records_keep_values_with_spaces_and_read_gpus_in_use() -> None:
     assert [(g.type, g.count, g.used, g.used_indices) for g in node.gpus] == [
         ("h100", 2, 2, (0, 1)), ("a100", 1, 0, ())
     ]  # fmt: skip
+
+
+def test_partition_records_read_name_state_nodes_and_time_limit() -> None:
+    stdout = (
+        "PartitionName=gpu AllowGroups=ALL Default=YES QoS=N/A DefaultTime=NONE Hidden=NO"
+        " MaxNodes=UNLIMITED MaxTime=UNLIMITED MinNodes=0 Nodes=n[1-2] State=UP TotalNodes=2\n"
+        "PartitionName=debug AllowGroups=ALL Default=NO QoS=N/A MaxTime=01:00:00 Nodes=(null)"
+        " State=DRAIN TotalNodes=0\n"
+    )
+    [gpu, debug] = parse_partitions(stdout)
+    assert (gpu.name, gpu.state, gpu.nodes, gpu.max_time) == ("gpu", "up", "n[1-2]", "UNLIMITED")
+    assert (debug.name, debug.state, debug.nodes, debug.max_time) == (
+        "debug", "drain", None, "01:00:00",
+    )  # fmt: skip

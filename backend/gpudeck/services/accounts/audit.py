@@ -27,6 +27,8 @@ USER_UPDATE = "user.update"
 TOKEN_CREATE = "token.create"
 TOKEN_REVOKE = "token.revoke"
 DATASET_UPLOAD = "dataset.upload"
+CLUSTER_ADD = "cluster.add"
+CLUSTER_REMOVE = "cluster.remove"
 
 
 def record(

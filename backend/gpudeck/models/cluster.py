@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, CheckConstraint, DateTime, String, Text, func
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import Mapped, mapped_column
+
+from gpudeck.core.db import Base
+
+
+class Cluster(Base):
+    """A place to run jobs other than GPUDeck's own nodes: a Slurm cluster an admin connected
+    (docs/slurm.md). Jobs reach it through the adapter (gpudeck.slurm); this row says which
+    partitions, account and QOS to submit with, where the logs and checkpoints go (a directory
+    the compute nodes share), and how to reach its commands."""
+
+    __tablename__ = "clusters"
+    __table_args__ = (
+        CheckConstraint("kind = 'slurm'", name="ck_clusters_kind"),
+        CheckConstraint("access IN ('local', 'ssh')", name="ck_clusters_access"),
+        CheckConstraint("cardinality(partitions) >= 1", name="ck_clusters_partitions"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    partitions: Mapped[list[str]] = mapped_column(ARRAY(String(64)))
+    account: Mapped[str | None] = mapped_column(String(64))
+    qos: Mapped[str | None] = mapped_column(String(64))
+    shared_dir: Mapped[str] = mapped_column(Text)
+    # How GPUDeck runs the cluster's commands: 'local' (this host is a submit host) for now;
+    # 'ssh' to a login node later, with its host in `ssh_host`.
+    access: Mapped[str] = mapped_column(String(16), server_default="local")
+    ssh_host: Mapped[str | None] = mapped_column(String(255))
+    # The slurm.conf the commands read (SLURM_CONF); None: the host's default.
+    slurm_conf: Mapped[str | None] = mapped_column(Text)
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

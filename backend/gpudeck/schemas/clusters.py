@@ -1,0 +1,99 @@
+"""A Slurm cluster as an admin connects it (POST /api/clusters) and as anyone reads it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+# Slurm's own alphabet for partition, account and QOS names; no space, comma or colon, so a
+# name can never become a second option in an argv or a #SBATCH line.
+SlurmName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+ClusterName = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$"),
+    Field(description="GPUDeck's name for the cluster: lower-case letters, digits, _ and -"),
+]
+
+
+def _absolute(path: str) -> str:
+    if not path.startswith("/"):
+        raise ValueError("must be an absolute path")
+    if "\x00" in path or any(part == ".." for part in path.split("/")):
+        raise ValueError("must not hold '..' or NUL")
+    return path.rstrip("/") or "/"
+
+
+AbsolutePath = Annotated[str, StringConstraints(max_length=4096), AfterValidator(_absolute)]
+
+
+class ClusterCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: ClusterName
+    kind: Literal["slurm"] = "slurm"
+    partitions: list[SlurmName] = Field(
+        min_length=1, max_length=32, description="the partitions jobs may be submitted to"
+    )
+    account: SlurmName | None = Field(default=None, description="sbatch --account")
+    qos: SlurmName | None = Field(default=None, description="sbatch --qos")
+    shared_dir: AbsolutePath = Field(
+        description="a directory the compute nodes share, for the jobs' logs and checkpoints"
+    )
+    # Only local commands today (this host is a submit host); SSH to a login node comes later.
+    access: Literal["local"] = "local"
+    slurm_conf: AbsolutePath | None = Field(
+        default=None,
+        description="the slurm.conf the commands read (SLURM_CONF); null: the host's",
+    )
+
+
+class ClusterPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    name: str
+    kind: str
+    partitions: list[str]
+    account: str | None
+    qos: str | None
+    shared_dir: str
+    access: str
+    slurm_conf: str | None
+    created_by: str
+    created_at: datetime
+
+
+class ClusterCreated(ClusterPublic):
+    partitions_checked: bool = Field(
+        description="whether Slurm confirmed the partitions (false: it did not answer)"
+    )
+    check_note: str | None = Field(description="why they could not be checked")
+
+
+class GpuGresPublic(BaseModel):
+    type: str | None
+    count: int
+    used: int
+    used_indices: list[int]
+
+
+class ClusterNodePublic(BaseModel):
+    name: str
+    state: str
+    partitions: list[str]
+    cpus: int
+    cpus_allocated: int
+    memory_mb: int
+    memory_allocated_mb: int
+    gpus: list[GpuGresPublic]
+
+
+class ClusterState(BaseModel):
+    """A cluster's nodes as Slurm reports them now, or why they cannot be read."""
+
+    name: str
+    reachable: bool
+    cause: str | None = Field(description="why the cluster could not be read; null when reachable")
+    nodes: list[ClusterNodePublic]
+    read_in_s: float

@@ -1,0 +1,155 @@
+"""The clusters an admin connected: add (partitions checked against the cluster when it
+answers), list, remove, and a cluster's nodes read within a bound. Takes a Session, never
+commits; Slurm is reached only through the adapter (gpudeck.slurm)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from gpudeck.models import Cluster
+from gpudeck.schemas.clusters import (
+    ClusterCreate,
+    ClusterNodePublic,
+    ClusterState,
+    GpuGresPublic,
+)
+from gpudeck.services.errors import Conflict, InvalidInput, NotFound
+from gpudeck.slurm import LocalRunner, NodeInfo, SlurmClient, SlurmError
+
+# The API answers within 2 s whatever the cluster does: one Slurm command, killed past this.
+READ_TIMEOUT_S = 1.5
+
+ClientFor = Callable[[Cluster, float], SlurmClient]
+
+
+class ClusterNotFound(NotFound):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no cluster {name!r}", field="name", code="cluster_not_found")
+
+
+class ClusterExists(Conflict):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a cluster named {name!r} exists", field="name", code="cluster_exists")
+
+
+@dataclass(frozen=True)
+class PartitionCheck:
+    checked: bool
+    note: str | None = None  # why not, when the cluster did not answer
+
+
+def slurm_client(cluster: Cluster, timeout_s: float = READ_TIMEOUT_S) -> SlurmClient:
+    """The adapter for `cluster`: its commands run here ('local'), with its slurm.conf."""
+    if cluster.access != "local":
+        raise InvalidInput([("access", f"{cluster.access} access is not supported yet")])
+    env = None if cluster.slurm_conf is None else {**os.environ, "SLURM_CONF": cluster.slurm_conf}
+    return SlurmClient(LocalRunner(env), timeout_s=timeout_s)
+
+
+def list_clusters(session: Session) -> list[Cluster]:
+    return list(session.scalars(select(Cluster).order_by(Cluster.name)))
+
+
+def get_cluster(session: Session, name: str) -> Cluster:
+    cluster = session.scalar(select(Cluster).where(Cluster.name == name))
+    if cluster is None:
+        raise ClusterNotFound(name)
+    return cluster
+
+
+def add_cluster(
+    session: Session, body: ClusterCreate, created_by: str, client_for: ClientFor = slurm_client
+) -> tuple[Cluster, PartitionCheck]:
+    """Insert the cluster once its partitions are known to Slurm, or Slurm could not be asked
+    (the check's note says so); an unknown partition is refused naming it, and nothing is kept."""
+    if session.scalar(select(Cluster.id).where(Cluster.name == body.name)) is not None:
+        raise ClusterExists(body.name)
+    if body.slurm_conf is not None and not _is_file(body.slurm_conf):
+        raise InvalidInput([("slurm_conf", f"no file {body.slurm_conf} on the API's host")])
+    cluster = Cluster(**body.model_dump(), created_by=created_by)
+    check = check_partitions(client_for(cluster, READ_TIMEOUT_S), body.partitions)
+    try:
+        with session.begin_nested():
+            session.add(cluster)
+            session.flush()
+    except IntegrityError:
+        raise ClusterExists(body.name) from None  # added by someone else meanwhile
+    return cluster, check
+
+
+def check_partitions(client: SlurmClient, wanted: list[str]) -> PartitionCheck:
+    try:
+        known = {p.name for p in client.partitions()}
+    except SlurmError as exc:
+        return PartitionCheck(False, f"the cluster did not answer: {exc}")
+    errors = [
+        (f"partitions.{k}", f"no partition {name!r} on the cluster; it has {_names(known)}")
+        for k, name in enumerate(wanted)
+        if name not in known
+    ]
+    if errors:
+        raise InvalidInput(errors)
+    return PartitionCheck(True)
+
+
+def remove_cluster(session: Session, name: str) -> Cluster:
+    """Delete the cluster; the row as it was. (Once jobs run on clusters, one with live jobs
+    will be refused here.)"""
+    cluster = get_cluster(session, name)
+    session.delete(cluster)
+    session.flush()
+    return cluster
+
+
+def read_state(cluster: Cluster, client_for: ClientFor = slurm_client) -> ClusterState:
+    """The cluster's nodes and their GPUs now; never raises for Slurm's sake: a cluster that
+    does not answer within READ_TIMEOUT_S reads unreachable, with the cause."""
+    started = time.monotonic()
+    try:
+        nodes = client_for(cluster, READ_TIMEOUT_S).nodes()
+    except SlurmError as exc:
+        return ClusterState(
+            name=cluster.name, reachable=False, cause=str(exc), nodes=[],
+            read_in_s=round(time.monotonic() - started, 3),
+        )  # fmt: skip
+    return ClusterState(
+        name=cluster.name, reachable=True, cause=None, nodes=[_node(n) for n in nodes],
+        read_in_s=round(time.monotonic() - started, 3),
+    )  # fmt: skip
+
+
+def _node(node: NodeInfo) -> ClusterNodePublic:
+    return ClusterNodePublic(
+        name=node.name,
+        state=node.state,
+        partitions=list(node.partitions),
+        cpus=node.cpus,
+        cpus_allocated=node.cpus_allocated,
+        memory_mb=node.memory_mb,
+        memory_allocated_mb=node.memory_allocated_mb,
+        gpus=[
+            GpuGresPublic(
+                type=g.type, count=g.count, used=g.used, used_indices=list(g.used_indices)
+            )
+            for g in node.gpus
+        ],
+    )
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return Path(path).is_file()
+    except OSError:  # a name too long, a directory we may not read
+        return False
+
+
+def _names(names: set[str]) -> str:
+    return ", ".join(sorted(names)) if names else "none"
