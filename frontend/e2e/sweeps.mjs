@@ -2,7 +2,8 @@
 // watched on its page until every member succeeds, its frontier checked (more active latents,
 // more variance explained) and linked to the members; a random sweep and an in-step (zip) one
 // from the form, their members on the sweep page; and the sweep page with 1,000 stubbed
-// members, timing the scatter's draw. Called from run.mjs.
+// members, timing the scatter's draw; the finished sweep read against k (issue 36: the best
+// member, the edge callout as the API words it, parallel coordinates). Called from run.mjs.
 import { waitFor } from "./lib.mjs";
 
 const KS = [2, 4, 8, 16];
@@ -154,6 +155,24 @@ export async function sweepTests({ test, page, server, url, shot, jobTimeoutMs }
       .getByTestId("member-row")
       .evaluateAll((trs) => trs.map((tr) => [tr.dataset.jobId, tr.querySelector('[data-testid="member-link"]')?.getAttribute("href")]));
     if (rows.length !== 4 || rows.some(([id, href]) => href !== `/jobs/${id}`)) throw new Error(`the rows link to ${JSON.stringify(rows)}`);
+    // the metric against the setting (issue 36): the API's best member named and linked, k's trend
+    // and, as more latents explain more variance, the best k the largest searched: "widen it"
+    const analysis = (await server.api(`/api/sweeps/${sweepId}/analysis`)).body;
+    const best = page.getByTestId("best-member");
+    await waitFor(async () => (await best.getAttribute("data-job-id")) === String(analysis.best_job_id), {
+      timeoutMs: 15000,
+      what: `the best member, job ${analysis.best_job_id}, named on the page`,
+    });
+    if ((await best.getByRole("link").getAttribute("href")) !== `/jobs/${analysis.best_job_id}`)
+      throw new Error("the best member is not linked");
+    if ((await page.getByLabel("parameter", { exact: true }).inputValue()) !== "k") throw new Error("the card does not plot against k");
+    const k = analysis.parameters.find((p) => p.path === "k");
+    const callouts = await page.getByTestId("edge-callout").allTextContents();
+    if (k.note ? !callouts.includes(k.note) : callouts.length > 0)
+      throw new Error(`the API says ${k.note}, the page ${callouts.join(" | ")}`);
+    if ((await page.getByTestId("parallel-line").count()) !== 4) throw new Error("not one parallel-coordinates line per member");
+    await page.getByTestId("parameter-card").scrollIntoViewIfNeeded();
+    await shot(page, "sweep-parameter.png");
     // the curves of the members ticked, one chart
     for (const k of [0, 3]) await page.getByLabel(`draw member ${k}`).check();
     await waitFor(async () => Number(await page.locator('[data-testid="curves-chart"] .chart-host').getAttribute("data-points")) >= 2, {
@@ -165,6 +184,7 @@ export async function sweepTests({ test, page, server, url, shot, jobTimeoutMs }
     // a point on the canvas opens its member, whose page links back to the sweep
     const first = frontier[0];
     await page
+      .getByTestId("frontier-card")
       .getByTestId("sweep-scatter")
       .locator("canvas")
       .click({ position: { x: first.px, y: first.py } });
@@ -220,7 +240,7 @@ export async function sweepTests({ test, page, server, url, shot, jobTimeoutMs }
     await page.route(`**/api/sweeps/${id}`, (route) => route.fulfill({ status: 200, contentType: "application/json", body }));
     try {
       await page.goto(url(`/sweeps/${id}`));
-      const canvas = page.getByTestId("sweep-scatter").locator("canvas");
+      const canvas = page.getByTestId("frontier-card").getByTestId("sweep-scatter").locator("canvas");
       await waitFor(
         async () => (await canvas.getAttribute("data-points")) === "1000" && (await canvas.getAttribute("data-draw-ms")) !== null,
         {

@@ -14,9 +14,9 @@ interface Props {
   metric: { name: string; label: string; better: "min" | "max" };
 }
 
-const HEIGHT = 220;
-const PAD = { top: 22, bottom: 28, side: 50 };
-const AXIS_GAP = 150;
+const HEIGHT = 240;
+const PAD = { top: 34, bottom: 30, side: 90 };
+const AXIS_GAP = 240;
 
 export function ParallelCoordinates({ members, paths, metric }: Props) {
   const { axes, lines } = useMemo(() => parallelCoordinates(members, paths, metric), [members, paths, metric]);
@@ -26,6 +26,11 @@ export function ParallelCoordinates({ members, paths, metric }: Props) {
   const y = (at: number) => PAD.top + (1 - at) * (HEIGHT - PAD.top - PAD.bottom);
   return (
     <div className="parallel-coordinates" data-testid="parallel-coordinates">
+      <h3 className="small">Parallel coordinates</h3>
+      <p className="muted small">
+        One line per member through its settings to its {metric.label}: the better its figure, the stronger its line; running members
+        dashed.
+      </p>
       <svg
         width={width}
         height={HEIGHT}
@@ -39,7 +44,7 @@ export function ParallelCoordinates({ members, paths, metric }: Props) {
             data-job-id={line.jobId}
             points={line.at.map((at, i) => `${x(i)},${y(at)}`).join(" ")}
             stroke="var(--accent)"
-            strokeOpacity={0.15 + 0.85 * line.quality}
+            strokeOpacity={0.25 + 0.75 * line.quality}
             strokeDasharray={line.running ? "4 3" : undefined}
           >
             <title>
@@ -51,14 +56,14 @@ export function ParallelCoordinates({ members, paths, metric }: Props) {
         {axes.map((axis, i) => (
           <g key={axis.key} data-testid="parallel-axis" data-log={axis.log || undefined}>
             <line x1={x(i)} x2={x(i)} y1={PAD.top} y2={HEIGHT - PAD.bottom} stroke="var(--border)" strokeWidth={2} />
-            <text x={x(i)} y={12} textAnchor="middle" fontSize={11}>
+            <text x={x(i)} y={14} textAnchor="middle" fontSize={12} fill="currentColor">
               {axis.label}
               {axis.log ? " (log)" : ""}
             </text>
-            <text x={x(i) + 4} y={PAD.top + 4} fontSize={10} fill="var(--muted)">
+            <text x={x(i)} y={PAD.top - 6} textAnchor="middle" fontSize={10} fill="var(--muted)">
               {tickText(axis.max)}
             </text>
-            <text x={x(i) + 4} y={HEIGHT - PAD.bottom + 14} fontSize={10} fill="var(--muted)">
+            <text x={x(i)} y={HEIGHT - PAD.bottom + 14} textAnchor="middle" fontSize={10} fill="var(--muted)">
               {tickText(axis.min)}
             </text>
           </g>
