@@ -120,6 +120,71 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/clusters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Clusters */
+        get: operations["list_clusters_api_clusters_get"];
+        put?: never;
+        /**
+         * Add Cluster
+         * @description Connect a cluster. Its partitions are checked against Slurm when it answers (an unknown
+         *     one is a 422 naming it); when it does not, the cluster is kept and the answer says why the
+         *     partitions could not be checked.
+         */
+        post: operations["add_cluster_api_clusters_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/clusters/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Cluster */
+        get: operations["get_cluster_api_clusters__name__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove Cluster
+         * @description Disconnect a cluster; the answer is the cluster as it was.
+         */
+        delete: operations["remove_cluster_api_clusters__name__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/clusters/{name}/state": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Cluster State
+         * @description The cluster's nodes, their GPUs (GRES type, count, in use) and state, as Slurm reports
+         *     them now; `reachable: false` with the cause when Slurm does not answer within the bound.
+         */
+        get: operations["cluster_state_api_clusters__name__state_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/datasets": {
         parameters: {
             query?: never;
@@ -1008,6 +1073,151 @@ export interface components {
             /** Step */
             step: number;
         };
+        /** ClusterCreate */
+        ClusterCreate: {
+            /**
+             * Access
+             * @default local
+             * @constant
+             */
+            access?: "local";
+            /**
+             * Account
+             * @description sbatch --account
+             */
+            account?: string | null;
+            /**
+             * Kind
+             * @default slurm
+             * @constant
+             */
+            kind?: "slurm";
+            /**
+             * Name
+             * @description GPUDeck's name for the cluster: lower-case letters, digits, _ and -
+             */
+            name: string;
+            /**
+             * Partitions
+             * @description the partitions jobs may be submitted to
+             */
+            partitions: string[];
+            /**
+             * Qos
+             * @description sbatch --qos
+             */
+            qos?: string | null;
+            /**
+             * Shared Dir
+             * @description a directory the compute nodes share, for the jobs' logs and checkpoints
+             */
+            shared_dir: string;
+            /**
+             * Slurm Conf
+             * @description the slurm.conf the commands read (SLURM_CONF); null: the host's
+             */
+            slurm_conf?: string | null;
+        };
+        /** ClusterCreated */
+        ClusterCreated: {
+            /** Access */
+            access: string;
+            /** Account */
+            account: string | null;
+            /**
+             * Check Note
+             * @description why they could not be checked
+             */
+            check_note: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Created By */
+            created_by: string;
+            /** Kind */
+            kind: string;
+            /** Name */
+            name: string;
+            /** Partitions */
+            partitions: string[];
+            /**
+             * Partitions Checked
+             * @description whether Slurm confirmed the partitions (false: it did not answer)
+             */
+            partitions_checked: boolean;
+            /** Qos */
+            qos: string | null;
+            /** Shared Dir */
+            shared_dir: string;
+            /** Slurm Conf */
+            slurm_conf: string | null;
+        };
+        /** ClusterNodePublic */
+        ClusterNodePublic: {
+            /** Cpus */
+            cpus: number;
+            /** Cpus Allocated */
+            cpus_allocated: number;
+            /** Gpus */
+            gpus: components["schemas"]["GpuGresPublic"][];
+            /** Memory Allocated Mb */
+            memory_allocated_mb: number;
+            /** Memory Mb */
+            memory_mb: number;
+            /** Name */
+            name: string;
+            /** Partitions */
+            partitions: string[];
+            /** State */
+            state: string;
+        };
+        /** ClusterPublic */
+        ClusterPublic: {
+            /** Access */
+            access: string;
+            /** Account */
+            account: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Created By */
+            created_by: string;
+            /** Kind */
+            kind: string;
+            /** Name */
+            name: string;
+            /** Partitions */
+            partitions: string[];
+            /** Qos */
+            qos: string | null;
+            /** Shared Dir */
+            shared_dir: string;
+            /** Slurm Conf */
+            slurm_conf: string | null;
+        };
+        /**
+         * ClusterState
+         * @description A cluster's nodes as Slurm reports them now, or why they cannot be read.
+         */
+        ClusterState: {
+            /**
+             * Cause
+             * @description why the cluster could not be read; null when reachable
+             */
+            cause: string | null;
+            /** Name */
+            name: string;
+            /** Nodes */
+            nodes: components["schemas"]["ClusterNodePublic"][];
+            /** Reachable */
+            reachable: boolean;
+            /** Read In S */
+            read_in_s: number;
+        };
         /**
          * DataChoicePublic
          * @description One thing a form field may pick from the data directory (GET /api/choices/{source}).
@@ -1306,6 +1516,17 @@ export interface components {
              * @description how a figure was found when it is a guess
              */
             note: string;
+        };
+        /** GpuGresPublic */
+        GpuGresPublic: {
+            /** Count */
+            count: number;
+            /** Type */
+            type: string | null;
+            /** Used */
+            used: number;
+            /** Used Indices */
+            used_indices: number[];
         };
         /**
          * GpuProcess
@@ -2900,6 +3121,263 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DataChoicePublic"][];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_clusters_api_clusters_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterPublic"][];
+                };
+            };
+        };
+    };
+    add_cluster_api_clusters_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClusterCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterCreated"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_cluster_api_clusters__name__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the cluster */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterPublic"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    remove_cluster_api_clusters__name__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the cluster */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterPublic"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    cluster_state_api_clusters__name__state_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the cluster */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterState"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Validation Error */
