@@ -4,6 +4,7 @@ import type { User } from "./client/types";
 import { AuthGate } from "./components/AuthGate";
 import { ConnectionIndicator } from "./components/ConnectionIndicator";
 import { TelemetryProvider, useTelemetryContext } from "./hooks/TelemetryContext";
+import { Clusters } from "./pages/Clusters";
 import { Compare } from "./pages/Compare";
 import { Dashboard } from "./pages/Dashboard";
 import { JobDetail } from "./pages/JobDetail";
@@ -28,6 +29,7 @@ function Header({ user, signOut }: { user: User; signOut: () => void }) {
         <NavLink to="/jobs">Jobs</NavLink>
         <NavLink to="/queue">Queue</NavLink>
         <NavLink to="/sweeps">Sweeps</NavLink>
+        <NavLink to="/clusters">Clusters</NavLink>
         <NavLink to="/new">New job</NavLink>
       </nav>
       <ConnectionIndicator telemetry={telemetry} />
@@ -65,6 +67,7 @@ export function App({ client }: { client: QueryClient }) {
                   <Route path="/queue" element={<Queue />} />
                   <Route path="/sweeps" element={<Sweeps />} />
                   <Route path="/sweeps/:id" element={<Sweep />} />
+                  <Route path="/clusters" element={<Clusters />} />
                   <Route path="*" element={<NotFound />} />
                 </Routes>
               </main>

@@ -1,0 +1,136 @@
+import { screen, waitFor, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Cluster, ClusterState } from "../client/clusterTypes";
+import { json, renderPage, stubApi } from "../test/render";
+import { Clusters } from "./Clusters";
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+  vi.restoreAllMocks();
+});
+
+const ADMIN = { id: 1, name: "root", role: "admin", run_code: true, created_at: "2026-11-27T10:00:00Z" };
+const USER = { ...ADMIN, id: 2, name: "alice", role: "user", run_code: false };
+
+function cluster(name: string): Cluster {
+  return {
+    name,
+    kind: "slurm",
+    partitions: ["gpu", "gpu-long"],
+    account: "ml",
+    qos: null,
+    shared_dir: "/scratch/gpudeck",
+    access: "local",
+    slurm_conf: null,
+    created_by: "root",
+    created_at: "2026-11-27T10:00:00Z",
+  };
+}
+
+const node = (name: string, used: number[]) => ({
+  name,
+  state: used.length ? "mixed" : "idle",
+  partitions: ["gpu"],
+  cpus: 64,
+  cpus_allocated: used.length * 8,
+  memory_mb: 512000,
+  memory_allocated_mb: used.length * 64000,
+  gpus: [{ type: "h100", count: 4, used: used.length, used_indices: used }],
+});
+
+const LAB: ClusterState = { name: "lab", reachable: true, cause: null, nodes: [node("g1", [1, 2]), node("g2", [])], read_in_s: 0.04 };
+const DOWN: ClusterState = { name: "old", reachable: false, cause: "scontrol did not answer within 1.5 s", nodes: [], read_in_s: 1.5 };
+
+function page(me: object, clusters: Cluster[], extra: Parameters<typeof stubApi>[0] = {}) {
+  const api = stubApi({
+    "GET /api/auth/me": () => json(me),
+    "GET /api/clusters": () => json(clusters),
+    "GET /api/clusters/lab/state": () => json(LAB),
+    "GET /api/clusters/old/state": () => json(DOWN),
+    ...extra,
+  });
+  vi.stubGlobal("fetch", api.fetchMock);
+  renderPage(<Clusters />, { path: "/clusters", route: "/clusters" });
+  return api;
+}
+
+describe("the clusters page", () => {
+  it("lists each cluster with its nodes and the GPUs in use by GRES type, and an unreachable one with its cause", async () => {
+    page(USER, [cluster("lab"), cluster("old")]);
+    const lab = await screen.findByRole("region", { name: "cluster lab" });
+    expect(within(lab).getByText(/partitions gpu, gpu-long · account ml · QOS —/)).toBeInTheDocument();
+    await waitFor(() => expect(within(lab).getByTestId("gpu-summary")).toHaveTextContent("2 nodes · 2 of 8 GPUs in use"));
+    const g1 = within(lab).getByText("g1").closest("tr")!;
+    expect(within(g1).getByTestId("gres")).toHaveTextContent("h100: 2 of 4 in use (1, 2)");
+    const g2 = within(lab).getByText("g2").closest("tr")!;
+    expect(within(g2).getByTestId("gres")).toHaveTextContent("h100: 0 of 4 in use");
+    expect(g2).toHaveTextContent("idle");
+
+    const old = screen.getByRole("region", { name: "cluster old" });
+    expect(await within(old).findByTestId("unreachable")).toHaveTextContent("Unreachable: scontrol did not answer within 1.5 s");
+    expect(within(old).queryByTestId("cluster-nodes")).toBeNull();
+    // a user sees the clusters, not the admin's tools
+    expect(screen.queryByRole("form", { name: "connect a Slurm cluster" })).toBeNull();
+    expect(screen.queryByRole("button", { name: "Remove" })).toBeNull();
+  });
+
+  it("lets an admin connect a cluster, sending the typed body, and shows an unknown partition under its field", async () => {
+    let added = false;
+    const api = page(ADMIN, [], {
+      "POST /api/clusters": async (request) => {
+        const body = (await request.json()) as { partitions: string[] };
+        if (body.partitions.includes("nosuch")) {
+          const msg = "no partition 'nosuch' on the cluster; it has gpu, gpu-long";
+          return json({ detail: [{ loc: ["body", "partitions", 1], msg, type: "invalid_input" }] }, 422);
+        }
+        added = true;
+        return json({ ...cluster("lab"), partitions_checked: false, check_note: "the cluster did not answer: scontrol timed out" }, 201);
+      },
+    });
+    expect(await screen.findByTestId("no-clusters")).toHaveTextContent("Connect one below");
+    const form = screen.getByRole("form", { name: "connect a Slurm cluster" });
+    const user = userEvent.setup();
+    await user.type(within(form).getByLabelText("name"), "lab");
+    await user.type(within(form).getByLabelText("partitions"), "gpu, nosuch");
+    await user.type(within(form).getByLabelText("shared directory"), "/scratch/gpudeck");
+    await user.type(within(form).getByLabelText("account"), "ml");
+    await user.click(within(form).getByRole("button", { name: "Connect" }));
+
+    const error = await within(form).findByRole("alert");
+    expect(error).toHaveAttribute("data-field", "partitions");
+    expect(error).toHaveTextContent("no partition 'nosuch' on the cluster; it has gpu, gpu-long");
+    expect(api.requests.find((r) => r.method === "POST")?.body).toEqual({
+      name: "lab",
+      kind: "slurm",
+      partitions: ["gpu", "nosuch"],
+      shared_dir: "/scratch/gpudeck",
+      account: "ml",
+      qos: null,
+      access: "local",
+      slurm_conf: null,
+    });
+
+    const partitions = within(form).getByLabelText("partitions");
+    await user.clear(partitions);
+    await user.type(partitions, "gpu");
+    await user.click(within(form).getByRole("button", { name: "Connect" }));
+    expect(await within(form).findByRole("status")).toHaveTextContent(
+      "Cluster lab added; its partitions were not checked: the cluster did not answer: scontrol timed out",
+    );
+    expect(added).toBe(true);
+    expect(within(form).queryByRole("alert")).toBeNull();
+    // the list is read again after the add
+    await waitFor(() => expect(api.requests.filter((r) => r.method === "GET" && r.path === "/api/clusters")).toHaveLength(2));
+  });
+
+  it("lets an admin disconnect a cluster after confirming", async () => {
+    const api = page(ADMIN, [cluster("lab")], { "DELETE /api/clusters/lab": () => json(cluster("lab")) });
+    const lab = await screen.findByRole("region", { name: "cluster lab" });
+    const user = userEvent.setup();
+    await user.click(within(lab).getByRole("button", { name: "Remove" }));
+    expect(api.requests.some((r) => r.method === "DELETE")).toBe(false);
+    await user.click(within(lab).getByRole("button", { name: "Disconnect" }));
+    await waitFor(() => expect(api.requests.filter((r) => r.method === "DELETE").map((r) => r.path)).toEqual(["/api/clusters/lab"]));
+  });
+});
