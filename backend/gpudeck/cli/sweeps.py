@@ -88,7 +88,8 @@ def submit(
 
 
 def _follow(url: str, sweep_id: int) -> int:
-    """A bar of the members ended; exit 0 when every one succeeded."""
+    """A bar of the members ended, then their results (as `sweep show` prints them); exit 0
+    when every one succeeded."""
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[state]}"))
     with Progress(*columns, TimeElapsedColumn(), console=err_console, transient=False) as bar:
         task = bar.add_task(f"sweep {sweep_id}", total=None, state="")
@@ -103,6 +104,7 @@ def _follow(url: str, sweep_id: int) -> int:
             time.sleep(1.0)
     failed = [m for m in members if m["status"] != "succeeded"]
     err_console.print(f"sweep {sweep_id}: {len(members) - len(failed)} of {len(members)} succeeded")
+    _print_results(url, sweep, _analysis(url, sweep, None))  # what the wait was for
     return 1 if failed else 0
 
 
@@ -123,23 +125,34 @@ def show(
     member, each parameter's rank correlation with it, and a best at the edge of the range."""
     base = url or default_url()
     sweep = request("GET", base, f"/api/sweeps/{sweep_id}")
-    members = sweep["members"]
-    reported = any(m["metrics"] for m in members)
-    answer = None
-    if reported or metric:
-        query = {"metric": metric} if metric else {}
-        answer = request("GET", base, f"/api/sweeps/{sweep_id}/analysis", params=query)
+    answer = _analysis(base, sweep, metric)
     if as_json:
         print(json.dumps({**sweep, "analysis": answer}, indent=2))
         return
-    kind = request("GET", base, f"/api/kinds/{sweep['kind']}")
+    console.print(f"sweep {sweep['id']} {sweep['name']} ({sweep['kind']}, {sweep['owner']})")
+    _print_results(base, sweep, answer)
+
+
+def _analysis(url: str, sweep: dict[str, Any], metric: str | None) -> dict[str, Any] | None:
+    """GET .../analysis, once a member reported a figure (or a metric is named)."""
+    if not metric and not any(m["metrics"] for m in sweep["members"]):
+        return None
+    query = {"metric": metric} if metric else {}
+    answer: dict[str, Any] = request(
+        "GET", url, f"/api/sweeps/{sweep['id']}/analysis", params=query
+    )
+    return answer
+
+
+def _print_results(url: str, sweep: dict[str, Any], answer: dict[str, Any] | None) -> None:
+    """The members' table (the kind's summary metrics in its order) and the analysis lines."""
+    members = sweep["members"]
+    kind = request("GET", url, f"/api/kinds/{sweep['kind']}")
     summary = [s["metric"] for s in kind.get("summary_metrics", [])]
     metrics = [k for k in summary if any(k in m["metrics"] for m in members)][:5]
-    console.print(f"sweep {sweep['id']} {sweep['name']} ({sweep['kind']}, {sweep['owner']})")
     console.print(members_table(members, metrics))
-    if answer is not None:
-        for line in analysis_lines(answer):
-            console.print(line)
+    for line in analysis_lines(answer) if answer is not None else []:
+        console.print(line)
 
 
 def short(value: Any) -> str:

@@ -91,6 +91,8 @@ def test_a_sweep_runs_at_most_max_parallel_members_and_shows_its_table(
     assert done.returncode == 0, done.stderr
     assert "4 members, at most 2 at once" in done.stdout
     assert "4 of 4 succeeded" in done.stderr
+    # the wait ends on the members' results, as `sweep show` prints them
+    assert done.stdout.count("succeeded") >= 4 and "rank correlation" in done.stdout, done.stdout
     assert len(watch.jobs) == 4 and 1 <= watch.most <= 2, (watch.jobs, watch.most)
     sweep_id = done.stdout.split()[1]
 
