@@ -4,12 +4,13 @@ import { Link, useSearchParams } from "react-router-dom";
 import { api, isForbidden, unwrap } from "../client/api";
 import { isTerminal, type Job, type JobKindInfo, type MetricPoint } from "../client/types";
 import "../components/compare/compare.css";
+import { SettingScatter } from "../components/compare/SettingScatter";
 import { JobLabels } from "../components/job/JobLabels";
 import { PageHeader } from "../components/PageHeader";
 import { StatusBadge } from "../components/StatusBadge";
 import { TimeSeriesChart, type SeriesSpec } from "../components/TimeSeriesChart";
 import { keys, ownerOnly, useKinds } from "../hooks/queries";
-import { alignRuns, configRows, figureRows, MAX_COMPARED, metricOptions, parseJobIds, type XAxis } from "../lib/compare";
+import { alignRuns, configRows, figureRows, MAX_COMPARED, metricOptions, numericSettings, parseJobIds, type XAxis } from "../lib/compare";
 import { formatMetric } from "../lib/format";
 
 const PALETTE = ["#4f7cff", "#e0474c", "#1fb57a", "#e59a1c", "#9b6bff", "#14b8c4", "#d9468f", "#7a8b2e", "#8a5a44", "#4b5563"];
@@ -255,6 +256,12 @@ export function Compare() {
             </table>
           </div>
           <Figures jobs={jobs} kinds={jobKinds} />
+          <SettingScatter
+            jobs={jobs}
+            settings={numericSettings(configRows(jobs.map((j) => j.config)))}
+            figures={figureRows(jobs, jobKinds)}
+            colorOf={colorOf}
+          />
           <Curves jobs={jobs} kinds={jobKinds} />
           <Configs jobs={jobs} />
         </>

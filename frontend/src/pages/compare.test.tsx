@@ -114,6 +114,19 @@ describe("Compare", () => {
     expect(screen.getByLabelText("curve metric")).toHaveValue("overall_loss");
   });
 
+  it("draws a figure against a differing setting, on a log axis where it spans decades, and names the best", async () => {
+    const lrs = [
+      makeJob({ id: 3, name: "a", config: { lr: 0.0001 }, latest_metrics: { overall_loss: 0.5 } }),
+      makeJob({ id: 5, name: "b", config: { lr: 0.01 }, latest_metrics: { overall_loss: 0.25 } }),
+    ];
+    vi.stubGlobal("fetch", api(lrs).fetchMock);
+    renderPage(<Compare />, { path: "/compare", route: "/compare?jobs=3,5" });
+    const scatter = await screen.findByTestId("setting-scatter");
+    await waitFor(() => expect(within(scatter).getAllByTestId("scatter-point")).toHaveLength(2));
+    expect(within(scatter).getByRole("img", { name: "loss against lr" })).toHaveAttribute("data-log-x", "true");
+    expect(within(scatter).getByTestId("scatter-best")).toHaveTextContent("Best loss: #5 b at lr 0.01.");
+  });
+
   it("edits a job's tags and notes in place", async () => {
     const stub = api(jobs);
     vi.stubGlobal("fetch", stub.fetchMock);
