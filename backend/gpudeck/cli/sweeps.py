@@ -56,6 +56,10 @@ def submit(
     ] = None,
     name: Annotated[str | None, typer.Option(help="the sweep's name")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="follow it until every member ends")] = False,
+    preview: Annotated[
+        bool,
+        typer.Option("--preview", help="print each member's values (the draws) and submit nothing"),
+    ] = False,
     url: UrlOption = "",
     as_json: JsonOption = False,
 ) -> None:
@@ -74,6 +78,18 @@ def submit(
     if name:
         body["name"] = name
     url = url or default_url()
+    if preview:
+        drawn = request("POST", url, "/api/sweeps/draws", json=body["parameters"])
+        if as_json:
+            print(json.dumps(drawn, indent=2))
+            return
+        paths = list(dict.fromkeys(p for m in drawn["members"] for p in m))
+        listing = table("#", *paths)
+        for i, values in enumerate(drawn["members"]):
+            listing.add_row(str(i), *(short(values.get(p)) for p in paths))
+        console.print(f"{drawn['count']} members (nothing submitted):")
+        console.print(listing)
+        return
     sweep = request("POST", url, "/api/sweeps", json=body)
     if as_json:
         print(json.dumps(sweep, indent=2))

@@ -207,3 +207,11 @@ class SweepAnalysis(BaseModel):
     best_value: float | None
     importance: str = Field(description="what rank_correlation measures, in words")
     parameters: list[ParameterEffect]
+
+
+class SweepDraws(BaseModel):
+    """The members' values a sweep's parameters give, before anything is created: the random
+    draws are those the sweep would make (seeded), so the form shows them before launch."""
+
+    count: int
+    members: list[dict[str, JsonValue]]

@@ -119,3 +119,29 @@ def test_a_running_sweeps_waiting_members_are_told_when_they_start(
     starts = [datetime.fromisoformat(w["expected_start_at"]) for w in waits]
     assert abs((starts[1] - starts[0]).total_seconds() - 100) < 1
     assert not any(w["expected_start_from_time_limits"] for w in waits)
+
+
+def test_the_draws_a_sweep_would_make_are_previewed_and_are_the_sweeps_own(
+    client: TestClient, db: Session, devices: str
+) -> None:
+    parameters = {
+        "random": {"lr": {"distribution": "log_uniform", "low": 1e-4, "high": 1e-2}},
+        "grid": {"k": [8, 16]},
+        "count": 3,
+        "seed": 7,
+    }
+    preview = client.post("/api/sweeps/draws", json=parameters)
+    assert preview.status_code == 200
+    assert preview.json()["count"] == 6
+    body = {"job": {"kind": "sae", "config": SAE, "count": 1}, "parameters": parameters}
+    sweep = client.post("/api/sweeps", json=body).json()
+    assert preview.json()["members"] == [m["params"] for m in sweep["members"]]
+    assert all(1e-4 <= m["lr"] <= 1e-2 for m in preview.json()["members"])
+    many = {"grid": {"k": list(range(40)), "lr": list(range(30))}}
+    over = client.post("/api/sweeps/draws", json=many)
+    assert over.status_code == 413 and over.json()["detail"]["field"] == "parameters"
+    bad = client.post(
+        "/api/sweeps/draws",
+        json={"random": {"lr": {"distribution": "log_uniform", "low": 0, "high": 1}}, "count": 2},
+    )
+    assert bad.status_code == 422 and "low above 0" in str(bad.json())

@@ -110,3 +110,18 @@ def test_a_mistake_in_the_options_is_one_line_and_exit_2(
 def test_the_api_refuses_what_the_options_cannot_know(submit: Any) -> None:
     refused = submit("--random", "lr=log_uniform:0:1", "--draws", "2")
     assert refused.exit_code == 1 and "log_uniform needs low above 0" in refused.output
+
+
+def test_preview_prints_the_draws_the_sweep_would_make_and_submits_nothing(
+    submit: Any, client: TestClient
+) -> None:
+    args = ("--random", "lr=log_uniform:1e-4:1e-2", "--grid", "k=8,16", "--draws", "2")
+    shown = submit(*args, "--preview")
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["count"] == 4
+    assert client.get("/api/sweeps").json() == []  # nothing created
+    created = params(submit(*args))
+    assert json.loads(shown.stdout)["members"] == created  # the very draws
+    table = CliRunner().invoke(app, ["sweep", "submit", "sae", "--config", SAE, *args, "--preview"])
+    assert table.exit_code == 0 and "4 members (nothing submitted)" in table.stdout
+    assert f"{created[0]['lr']:.3g}" in table.stdout

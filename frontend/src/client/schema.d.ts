@@ -762,6 +762,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sweeps/draws": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Draw Members
+         * @description Each member's values as a sweep of these parameters would have them (the same seeded
+         *     draws), creating nothing: the new-job form previews a random sweep's draws before launch.
+         */
+        post: operations["draw_members_api_sweeps_draws_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/sweeps/{sweep_id}": {
         parameters: {
             query?: never;
@@ -2645,6 +2666,19 @@ export interface components {
             /** Path */
             path: string;
             value: components["schemas"]["JsonValue"];
+        };
+        /**
+         * SweepDraws
+         * @description The members' values a sweep's parameters give, before anything is created: the random
+         *     draws are those the sweep would make (seeded), so the form shows them before launch.
+         */
+        SweepDraws: {
+            /** Count */
+            count: number;
+            /** Members */
+            members: {
+                [key: string]: components["schemas"]["JsonValue"];
+            }[];
         };
         /** SweepMember */
         SweepMember: {
@@ -4720,6 +4754,48 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description more than 1,000 members */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    draw_members_api_sweeps_draws_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SweepParameters"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepDraws"];
                 };
             };
             /** @description more than 1,000 members */

@@ -60,6 +60,8 @@ export function useSweepForm(initiallyOn: boolean, specs: ReadonlyMap<string, Fi
     random: rows.some((r) => r.mode === "random"),
     count: plan.count,
     blocker: plan.blocker,
+    /** the API's parameters as the rows stand (sent to preview the draws) */
+    parameters: plan.parameters,
     submit,
     pending: create.isPending,
     /** the API's messages, and beside each row what is wrong with it as typed */

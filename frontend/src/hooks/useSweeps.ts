@@ -1,7 +1,7 @@
 /** Sweeps through TanStack Query: the list, one sweep (polled until every member ended), create. */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, unwrap } from "../client/api";
-import type { Sweep, SweepCreate } from "../client/sweepTypes";
+import type { Sweep, SweepCreate, SweepParameters } from "../client/sweepTypes";
 import { isTerminal, type JobStatus } from "../client/types";
 
 export const sweepKeys = {
@@ -54,6 +54,21 @@ export function useSweepAnalysis(id: number, metric: string, better: "min" | "ma
     queryKey: [...sweepKeys.analysis(id, metric, better), version],
     queryFn: () => unwrap(api.GET("/api/sweeps/{sweep_id}/analysis", { params: { path: { sweep_id: id }, query: { metric, better } } })),
     enabled: metric !== "",
+    placeholderData: (previous) => previous,
+    retry: false,
+  });
+}
+
+/**
+ * The values a random sweep would draw (POST /api/sweeps/draws: the sweep's own seeded draws,
+ * nothing created), while `enabled`: the form previews them before launch.
+ */
+export function useSweepDraws(parameters: SweepParameters, enabled: boolean) {
+  return useQuery({
+    queryKey: ["sweeps", "draws", JSON.stringify(parameters)],
+    queryFn: () => unwrap(api.POST("/api/sweeps/draws", { body: parameters })),
+    enabled,
+    staleTime: Infinity, // the same parameters always draw the same values
     placeholderData: (previous) => previous,
     retry: false,
   });

@@ -17,13 +17,15 @@ from gpudeck.schemas.sweeps import (
     SweepAnalysis,
     SweepCancelled,
     SweepCreate,
+    SweepDraws,
+    SweepParameters,
     SweepPublic,
     SweepSummary,
 )
 from gpudeck.services.accounts import audit
-from gpudeck.services.errors import Forbidden, InvalidInput
+from gpudeck.services.errors import Forbidden, InvalidInput, TooLarge
 from gpudeck.services.submit import checks
-from gpudeck.services.sweeps import analysis, control, create
+from gpudeck.services.sweeps import analysis, control, create, params
 
 router = APIRouter(prefix="/api/sweeps", tags=["sweeps"])
 SweepId = Annotated[int, Path(ge=1, le=2**63 - 1, description="sweep id")]
@@ -56,6 +58,20 @@ def create_sweep(
     audit.record(session, user, audit.SWEEP_SUBMIT, f"sweep:{sweep.id}", kind=sweep.kind)
     session.commit()
     return control.public(session, sweep)
+
+
+@router.post(
+    "/draws",
+    responses={413: {"model": ErrorResponse, "description": "more than 1,000 members"}},
+)
+def draw_members(parameters: SweepParameters) -> SweepDraws:
+    """Each member's values as a sweep of these parameters would have them (the same seeded
+    draws), creating nothing: the new-job form previews a random sweep's draws before launch."""
+    try:
+        values = params.members(parameters)
+    except params.TooManyMembers as exc:
+        raise TooLarge(message=str(exc), field="parameters", code="too_many_members") from None
+    return SweepDraws(count=len(values), members=values)
 
 
 @router.get("")

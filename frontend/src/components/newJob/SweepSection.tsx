@@ -1,4 +1,6 @@
 import type { SweepForm } from "../../hooks/useSweepForm";
+import { useSweepDraws } from "../../hooks/useSweeps";
+import { paramText } from "../../lib/sweep/members";
 import type { FieldSpec } from "../../lib/schemaForm";
 import { ConfigField } from "./ConfigField";
 import { SweepRowFields } from "./SweepRowFields";
@@ -43,6 +45,27 @@ const MAX_PARALLEL: FieldSpec = {
   max: 1024,
   hint: "at most this many members run at once; empty: no limit",
 };
+
+const PREVIEWED = 8;
+
+/** The first draws a random sweep would make, as the sweep will (the API's own seeded draws), before launch. */
+function DrawsPreview({ sweep }: { sweep: SweepForm }) {
+  const ready = sweep.random && sweep.count > 0;
+  const draws = useSweepDraws(sweep.parameters, ready);
+  if (!ready || !draws.data) return null;
+  const paths = Object.keys(sweep.parameters.random ?? {});
+  const shown = draws.data.members.slice(0, PREVIEWED);
+  return (
+    <div className="small muted" data-testid="sweep-draws">
+      {paths.map((path) => (
+        <p key={path} data-testid="sweep-draws-row" data-path={path}>
+          {path} drawn: {shown.map((m) => paramText(m[path])).join(", ")}
+          {draws.data.count > PREVIEWED ? `, … (${draws.data.count - PREVIEWED} more)` : ""}
+        </p>
+      ))}
+    </div>
+  );
+}
 
 interface Props {
   sweep: SweepForm;
@@ -92,6 +115,7 @@ export function SweepSection({ sweep, fields }: Props) {
           <p className="small" data-testid="sweep-count">
             {sweep.count === 0 ? sweep.blocker : `${sweep.count} member${sweep.count === 1 ? "" : "s"}`}
           </p>
+          <DrawsPreview sweep={sweep} />
           {errors.sweep.map((msg) => (
             <p key={msg} className="field-error" role="alert" data-testid="sweep-member-error">
               {msg}

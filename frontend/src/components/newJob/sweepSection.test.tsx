@@ -43,14 +43,17 @@ describe("the sweep's rows", () => {
         },
       ],
     };
-    const { fetchMock, requests } = stubApi({ "POST /api/sweeps": () => json(member422, 422) });
+    const { fetchMock, requests } = stubApi({
+      "POST /api/sweeps": () => json(member422, 422),
+      "POST /api/sweeps/draws": () => json({ count: 0, members: [] }),
+    });
     vi.stubGlobal("fetch", fetchMock);
     renderPage(<Harness />);
     const user = userEvent.setup();
 
     await user.selectOptions(screen.getByLabelText("sweep field 1"), "lr");
     await user.selectOptions(screen.getByLabelText("sweep how 1"), "random");
-    expect(screen.getByLabelText<HTMLSelectElement>("sweep distribution 1").value).toBe("uniform"); // a float field
+    expect(screen.getByLabelText<HTMLSelectElement>("sweep distribution 1").value).toBe("log_uniform"); // a rate: over decades
     await user.selectOptions(screen.getByLabelText("sweep distribution 1"), "log_uniform");
     await user.type(screen.getByLabelText("sweep low 1"), "0");
     await user.type(screen.getByLabelText("sweep high 1"), "1e-2");
@@ -78,12 +81,37 @@ describe("the sweep's rows", () => {
 
     await user.click(screen.getByRole("button", { name: "start" }));
     await waitFor(() => expect(within(screen.getAllByTestId("sweep-row")[0]!).getByRole("alert").textContent).toContain("member 2"));
-    expect(requests.at(-1)?.body).toMatchObject({
+    expect(requests.filter((r) => r.path === "/api/sweeps").at(-1)?.body).toMatchObject({
       parameters: {
         zip: { k: [8, 16, 32], d_sae: [64, 128, 256] },
         random: { lr: { distribution: "log_uniform", low: 0.0001, high: 0.01 } },
         count: 2,
       },
     });
+  });
+});
+
+describe("a random sweep before launch", () => {
+  it("previews the draws the sweep would make, asked of the API with the rows as they stand", async () => {
+    const drawn = [0.00012, 0.0031, 0.0004567, 0.0087];
+    const { fetchMock, requests } = stubApi({
+      "POST /api/sweeps/draws": () => json({ count: 10, members: [...drawn, ...drawn, 0.001, 0.002].map((lr) => ({ lr })) }),
+    });
+    vi.stubGlobal("fetch", fetchMock);
+    renderPage(<Harness />);
+    const user = userEvent.setup();
+    await user.selectOptions(screen.getByLabelText("sweep field 1"), "lr");
+    await user.selectOptions(screen.getByLabelText("sweep how 1"), "random");
+    expect(screen.queryByTestId("sweep-draws")).toBeNull(); // no bounds yet: nothing to draw
+    await user.type(screen.getByLabelText("sweep low 1"), "1e-4");
+    await user.type(screen.getByLabelText("sweep high 1"), "1e-2");
+    await user.clear(screen.getByLabelText("draws"));
+    await user.type(screen.getByLabelText("draws"), "10");
+    const row = await screen.findByTestId("sweep-draws-row");
+    await waitFor(() =>
+      expect(row).toHaveTextContent("lr drawn: 0.00012, 0.0031, 0.000457, 0.0087, 0.00012, 0.0031, 0.000457, 0.0087, … (2 more)"),
+    );
+    const asked = requests.filter((r) => r.path === "/api/sweeps/draws").at(-1)?.body;
+    expect(asked).toMatchObject({ random: { lr: { distribution: "log_uniform", low: 0.0001, high: 0.01 } }, count: 10 });
   });
 });

@@ -104,6 +104,10 @@ describe("the sweep's rows as parameters", () => {
     expect(wrong({ distribution: "uniform", low: "1", high: "4" }, "k")).toBe("k takes whole numbers: draw it as a whole number");
     expect(wrong({ low: "a", high: "1" })).toBe("low and high are numbers");
     expect(wrong({ low: "", high: "1" })).toBeUndefined(); // not yet typed: no member, no message
-    expect([spec("k", "int"), spec("lr", "float"), spec("a", "select")].map(distributionFor)).toEqual(["int", "uniform", "choice"]);
+    expect([spec("k", "int"), spec("lr", "float"), spec("a", "select")].map(distributionFor)).toEqual(["int", "log_uniform", "choice"]);
+    // rates and coefficients are drawn over decades; another number uniformly
+    const floats = ["weight_decay", "optim.lr", "l1_coefficient", "dropout", "alpha"].map((p) => distributionFor(spec(p, "float")));
+    expect(floats).toEqual(["log_uniform", "log_uniform", "log_uniform", "uniform", "uniform"]);
+    expect(distributionFor({ ...spec("eta", "float"), label: "learning rate" })).toBe("log_uniform");
   });
 });

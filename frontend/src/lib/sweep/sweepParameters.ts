@@ -34,9 +34,24 @@ export const DISTRIBUTIONS: { value: Distribution; label: string }[] = [
 
 export const emptyRow = (): SweepRow => ({ path: "", mode: "grid", text: "", distribution: "uniform", low: "", high: "" });
 
-/** A random row's first distribution for its field: whole numbers for an int, one of the options for a choice. */
+// rates and coefficients are searched over decades: a learning rate, a weight decay, an L1 coefficient
+const SCALE_FREE = /(^|_)(lr|learning_rate|weight_decay|decay|coefficient|coeff|eps|epsilon)$/;
+
+/** Whether a float field is searched over decades (its name or label says it is a rate or a coefficient). */
+export function searchedInLogs(spec: Pick<FieldSpec, "path" | "label"> | undefined): boolean {
+  if (!spec) return false;
+  const name = spec.path.split(".").pop() ?? "";
+  return SCALE_FREE.test(name) || /\b(learning rate|coefficient)\b/i.test(spec.label);
+}
+
+/**
+ * A random row's first distribution for its field: whole numbers for an int, one of the options
+ * for a choice, log-uniform for a rate or a coefficient (1e-4 to 1e-2 drawn uniformly puts 90 % of
+ * the draws above 1e-3), uniform for another number.
+ */
 export function distributionFor(spec: FieldSpec | undefined): Distribution {
   if (spec?.kind === "int") return "int";
+  if (spec?.kind === "float" && searchedInLogs(spec)) return "log_uniform";
   if (spec?.kind === "float" || !spec) return "uniform";
   return "choice";
 }
