@@ -75,7 +75,7 @@ function Nodes({ name }: { name: string }) {
 function ClusterCard({ cluster, isAdmin }: { cluster: Cluster; isAdmin: boolean }) {
   const remove = useRemoveCluster();
   return (
-    <section className="card table-card" data-testid="cluster" data-cluster={cluster.name} aria-label={`cluster ${cluster.name}`}>
+    <section className="card" data-testid="cluster" data-cluster={cluster.name} aria-label={`cluster ${cluster.name}`}>
       <div className="page-head">
         <h2>
           {cluster.name} <span className="muted small">{cluster.kind}</span>
