@@ -217,7 +217,13 @@ export async function sweepTests({ test, page, server, url, shot, jobTimeoutMs }
     await field(page, "draws").fill("3");
     await field(page, "draw seed").fill("5");
     await shot(page, "sweep-random-form.png");
+    // the draws previewed before launch (issue 36) are those the sweep then makes
+    const preview = page.locator('[data-testid="sweep-draws-row"][data-path="lr"]');
+    await waitFor(async () => /^lr drawn: /.test((await preview.textContent().catch(() => "")) ?? ""), { what: "the lr draws previewed" });
+    const previewed = await preview.textContent();
     const drawn = await startSweep(page, server, 3);
+    const made = `lr drawn: ${drawn.map((p) => String(Number(p.lr.toPrecision(3)))).join(", ")}`;
+    if (previewed !== made) throw new Error(`the form previewed "${previewed}", the sweep drew "${made}"`);
     const bad = drawn.find((p) => !(p.lr >= 1e-4 && p.lr <= 1e-2 && Number.isInteger(p.k) && p.k >= 2 && p.k <= 16));
     if (bad) throw new Error(`a member drew ${JSON.stringify(bad)}`);
 
