@@ -129,6 +129,7 @@ def test_only_an_admin_adds_or_removes_and_a_name_is_taken_once(
     lab: dict[str, Any],
     user_headers: dict[str, str],
     slurm_cluster: SlurmCluster,
+    db: Session,
 ) -> None:
     other = body_for(slurm_cluster, name="other")
     assert client.post("/api/clusters", json=other, headers=user_headers).status_code == 403
@@ -143,6 +144,12 @@ def test_only_an_admin_adds_or_removes_and_a_name_is_taken_once(
     assert client.get("/api/clusters").json() == []
     for gone in (client.delete("/api/clusters/lab"), client.get("/api/clusters/lab/state")):
         assert gone.status_code == 404 and gone.json()["detail"]["code"] == "cluster_not_found"
+    trail = db.execute(
+        select(AuditEvent.actor, AuditEvent.action)
+        .where(AuditEvent.target == "cluster:lab")
+        .order_by(AuditEvent.id)
+    ).all()
+    assert [tuple(row) for row in trail] == [("admin", "cluster.add"), ("admin", "cluster.remove")]
 
 
 def test_a_cluster_that_does_not_answer_reads_unreachable_within_the_bound(
