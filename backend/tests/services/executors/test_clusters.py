@@ -51,9 +51,7 @@ def body(**fields: object) -> ClusterCreate:
 
 def test_a_cluster_is_stored_once_slurm_knows_its_partitions(db: Session) -> None:
     runner = Scripted(partition=PARTITIONS)
-    _, check = clusters.add_cluster(
-        db, body(partitions=["gpu", "cpu"]), "root", client_for(runner)
-    )
+    _, check = clusters.add_cluster(db, body(partitions=["gpu", "cpu"]), "root", client_for(runner))
     db.commit()
     assert check == clusters.PartitionCheck(True)
     stored = db.scalars(select(Cluster)).one()
