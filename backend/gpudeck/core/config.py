@@ -54,6 +54,13 @@ class SimulatedDeviceSpec:
         return cls(count, int(size), name)
 
 
+# Said wherever a script or map job is refused for want of a code root: the setting to set.
+NO_CODE_ROOT = (
+    "no code root is configured on this server: an admin sets GPUDECK_SCRIPT_CODE_ROOTS "
+    "(comma-separated directories, e.g. /srv/code) in the server's environment and restarts it"
+)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GPUDECK_", extra="ignore")
 

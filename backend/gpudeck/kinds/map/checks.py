@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from gpudeck.core.config import Settings, get_settings
+from gpudeck.core.config import NO_CODE_ROOT, Settings, get_settings
 from gpudeck.engine.kinds import InputError
 from gpudeck.engine.map.inputs import ItemsError, resolve_new_under, resolve_under
 from gpudeck.kinds.map.config import MapFunctionConfig
@@ -16,7 +16,7 @@ def resolve_code(code: str | None, roots: list[Path]) -> Path:
     """The directory or .py file named by `code` (relative to a root, or absolute), resolved:
     symlinks are followed before the check that it lies under a root."""
     if not roots:
-        raise InputError("code", "no code root is configured on this server")
+        raise InputError("code", NO_CODE_ROOT)
     resolved_roots = [root.resolve() for root in roots]
     if code is None:
         return resolved_roots[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from gpudeck.core.config import Settings, get_settings
+from gpudeck.core.config import NO_CODE_ROOT, Settings, get_settings
 from gpudeck.engine.kinds import InputError
 from gpudeck.kinds.script.config import ScriptConfig
 
@@ -22,7 +22,7 @@ def resolve_entrypoint(entrypoint: str, roots: list[Path]) -> tuple[Path, Path]:
     if path.suffix != ".py":
         raise InputError("entrypoint", "must be a .py file")
     if not roots:
-        raise InputError("entrypoint", "no code root is configured on this server")
+        raise InputError("entrypoint", NO_CODE_ROOT)
     resolved_roots = [root.resolve() for root in roots]
     candidates = [Path(path)] if path.is_absolute() else [root / path for root in resolved_roots]
     for candidate in candidates:
@@ -41,7 +41,7 @@ def resolve_module(module: str, roots: list[Path]) -> tuple[Path, Path]:
     is not there (`timeit`, `cProfile`: the interpreter's own, which run any code they are
     given) is refused: a script job runs code from the code roots only."""
     if not roots:
-        raise InputError("module", "no code root is configured on this server")
+        raise InputError("module", NO_CODE_ROOT)
     parts = module.split(".")
     for root in (r.resolve() for r in roots):
         base = root.joinpath(*parts)
