@@ -1,10 +1,12 @@
 """Simulated devices for machines without NVIDIA GPUs: a configured set, clearly labelled.
 
 Readings follow the jobs placed on each device (the live allocations): a running job holds its
-`estimate_bytes_per_device` (or `DEFAULT_JOB_FRACTION` of the device when it has none) and keeps
-the device busy; a starting job holds a quarter of that; a free device idles. Utilization,
-temperature, power and clock wobble with deterministic noise (a hash of device and tick), so two
-runs of a test see the same numbers.
+`estimate_bytes_per_device` (or `DEFAULT_JOB_FRACTION` of the device when it has none); a
+starting job holds a quarter of that; a free device idles. Utilization, temperature, power and
+clock follow the work the rank's process (and its children) actually does: its CPU time over
+the wall time since the last read, one core's worth counting as a busy device. A script that
+sleeps reads 0 % at idle power; one that computes reads busy. No number is made up beyond that
+mapping, so the board cannot show a sleeping job as a device at work.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable
+
+import psutil
 
 from gpudeck.core.config import SimulatedDeviceSpec
 from gpudeck.telemetry.devices import DeviceInfo
@@ -24,6 +28,9 @@ from gpudeck.telemetry.stream import ManagedPid
 SOURCE = "simulated"
 DEFAULT_JOB_FRACTION = 0.25
 POWER_LIMIT_WATTS = 700.0
+IDLE_POWER_WATTS = 68.0
+IDLE_CLOCK_MHZ = 345
+MAX_CLOCK_MHZ = 1980
 _NAMESPACE = uuid.UUID("6f1c2a8e-3a43-4e0e-9d59-2b7c6c1f0a11")
 
 
@@ -50,6 +57,27 @@ def noise(*key: object) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
+CpuSeconds = Callable[[int], float | None]
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User and system CPU seconds of a process and its live children (DataLoader workers,
+    torchrun's ranks); None when the process cannot be read (gone, another namespace)."""
+    try:
+        process = psutil.Process(pid)
+        family = [process, *process.children(recursive=True)]
+    except psutil.Error:
+        return None
+    total = 0.0
+    for member in family:
+        try:
+            times = member.cpu_times()
+        except psutil.Error:
+            continue  # a child that ended between the listing and the read
+        total += times.user + times.system
+    return total
+
+
 def job_memory_bytes(placement: Placement, total: int) -> int:
     """What a job holds on a device: its estimate, or the default share, never beyond total."""
     full = placement.memory_bytes or int(total * DEFAULT_JOB_FRACTION)
@@ -68,25 +96,53 @@ class SimulatedProvider:
         node: str,
         interval_s: float = 1.0,
         clock: Callable[[], float] = time.time,
+        cpu_seconds: CpuSeconds = process_cpu_seconds,
     ) -> None:
         self._devices = simulated_inventory(spec, node)
         self._interval_s = interval_s
         self._clock = clock
+        self._cpu_seconds = cpu_seconds
+        # pid -> (CPU seconds, wall time) at the last read, and the share busy then
+        self._last: dict[int, tuple[float, float]] = {}
+        self._busy: dict[int, float] = {}
 
     def inventory(self) -> list[DeviceInfo]:
         return list(self._devices)
 
     def read(self, context: SampleContext) -> list[DeviceSample]:
-        tick = int(self._clock() / self._interval_s)
+        now = self._clock()
+        tick = int(now / self._interval_s)
         rank_pids = {
             (entry.job_id, entry.rank): (pid, entry)
             for pid, entry in context.managed_pids.items()
             if entry.rank is not None
         }
+        busy = self._measure([pid for pid, _ in rank_pids.values()], now)
         return [
-            self._read_device(d, context.placements.get(d.uuid), tick, rank_pids)
+            self._read_device(d, context.placements.get(d.uuid), tick, rank_pids, busy)
             for d in self._devices
         ]
+
+    def _measure(self, pids: list[int], now: float) -> dict[int, float]:
+        """Each rank's share of one core since the last read, in [0, 1]; a process first seen
+        now counts as idle until the next read, and one that cannot be read is left out."""
+        for pid in pids:
+            cpu = self._cpu_seconds(pid)
+            if cpu is None:
+                self._last.pop(pid, None)
+                self._busy.pop(pid, None)
+                continue
+            before = self._last.get(pid)
+            if before is None:
+                self._busy[pid] = 0.0
+                self._last[pid] = (cpu, now)
+            elif now > before[1]:  # the same instant twice keeps the last figure
+                self._busy[pid] = min(1.0, max(0.0, (cpu - before[0]) / (now - before[1])))
+                self._last[pid] = (cpu, now)
+        for gone in set(self._last) - set(pids):
+            self._last.pop(gone)
+            self._busy.pop(gone, None)
+        return dict(self._busy)
 
     def close(self) -> None:
         pass
@@ -97,16 +153,18 @@ class SimulatedProvider:
         placement: Placement | None,
         tick: int,
         rank_pids: dict[tuple[int, int], tuple[int, ManagedPid]],
+        busy_by_pid: dict[int, float],
     ) -> DeviceSample:
         active = placement is not None and placement.status in ("starting", "running")
-        busy = placement is not None and placement.status == "running"
         used = job_memory_bytes(placement, d.memory_total_bytes) if active and placement else 0
-        n = noise(d.uuid, tick)
         processes = []
+        busy = 0.0
         if active and placement is not None:
             found = rank_pids.get((placement.job_id, placement.rank))
             if found is not None:
                 processes.append(process_view(found[0], used, found[1]))
+                busy = busy_by_pid.get(found[0], 0.0)
+        n = noise(d.uuid, tick)  # a degree of wobble in the temperature, nothing else
         return DeviceSample(
             uuid=d.uuid,
             index=d.index,
@@ -114,11 +172,13 @@ class SimulatedProvider:
             memory_total_bytes=d.memory_total_bytes,
             memory_used_bytes=used,
             memory_free_bytes=d.memory_total_bytes - used,
-            utilization_gpu_pct=round(72 + 26 * n) if busy else (3 if active else 0),
-            utilization_memory_pct=round(30 + 25 * n) if busy else 0,
-            temperature_c=round(62 + 12 * n) if busy else round(31 + 3 * n),
-            power_watts=round(POWER_LIMIT_WATTS * (0.6 + 0.35 * n), 1) if busy else 68.0,
+            utilization_gpu_pct=round(100 * busy),
+            utilization_memory_pct=round(40 * busy),
+            temperature_c=round(31 + 40 * busy + 2 * n),
+            power_watts=round(
+                IDLE_POWER_WATTS + (0.95 * POWER_LIMIT_WATTS - IDLE_POWER_WATTS) * busy, 1
+            ),
             power_limit_watts=POWER_LIMIT_WATTS,
-            sm_clock_mhz=round(1755 + 225 * n) if busy else 345,
+            sm_clock_mhz=round(IDLE_CLOCK_MHZ + (MAX_CLOCK_MHZ - IDLE_CLOCK_MHZ) * busy),
             processes=processes,
         )

@@ -76,9 +76,10 @@ def test_simulated_devices_under_dcgm_names_and_jobs_attributed(
     assert one(m["DCGM_FI_DEV_FB_USED"], **first) == 30 * 1024  # MiB
     assert one(m["DCGM_FI_DEV_FB_FREE"], **first) == 50 * 1024
     assert one(m["DCGM_FI_DEV_FB_USED"], gpu="1") == 0
-    assert 70 <= one(m["DCGM_FI_DEV_GPU_UTIL"], **first) <= 100
-    assert 100 < one(m["DCGM_FI_DEV_POWER_USAGE"], **first) <= 700  # W, not mW
-    assert 1000 < one(m["DCGM_FI_DEV_SM_CLOCK"], **first) < 3000  # MHz
+    # no rank process is registered, so the simulated device reads idle (it follows CPU work)
+    assert one(m["DCGM_FI_DEV_GPU_UTIL"], **first) == 0
+    assert 10 < one(m["DCGM_FI_DEV_POWER_USAGE"], **first) <= 700  # W, not mW
+    assert 100 < one(m["DCGM_FI_DEV_SM_CLOCK"], **first) < 3000  # MHz
 
     assert one(m["gpudeck_jobs"], state="running") == 1
     assert one(m["gpudeck_jobs"], state="queued") == 1
@@ -94,7 +95,7 @@ def test_simulated_devices_under_dcgm_names_and_jobs_attributed(
         (str(job.id), "2", "tester"),
     }
     assert one(job_mem, gpu="2") == 30 * GIB
-    assert 70 <= one(m["gpudeck_job_device_utilization_pct"], gpu="2", job_id=str(job.id)) <= 100
+    assert one(m["gpudeck_job_device_utilization_pct"], gpu="2", job_id=str(job.id)) == 0
     assert one(m["gpudeck_ws_clients"]) == 0
 
 
