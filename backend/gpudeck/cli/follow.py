@@ -8,11 +8,13 @@ nothing until its end and then only as wide as a guessed terminal: there each ch
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Column
 
 from gpudeck.cli import map_ranks
 from gpudeck.cli.http import err_console, request
@@ -30,6 +32,8 @@ EXIT_CODES = {
 }
 SUMMARY_METRICS = 3
 PIPED_STEPS = 10  # piped, a line at each tenth of the steps
+MIN_BAR = 10  # the bar's narrowest; metrics are dropped, last first, before it gets narrower
+FINAL_CHECKPOINT = "writing the final checkpoint"
 
 
 def clock(seconds: float) -> str:
@@ -41,9 +45,19 @@ def _time(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
 
 
-def timing_text(job: dict[str, Any], now: datetime | None = None) -> str:
+def timing_text(
+    job: dict[str, Any],
+    now: datetime | None = None,
+    *,
+    step_age_s: float = 0.0,
+    finishing: str = FINAL_CHECKPOINT,
+) -> str:
     """Time since the job started (not since one began following it) and, while it runs with a
-    measured rate, the time its steps left need: `0:04:10 elapsed, ~0:01:30 left`."""
+    measured rate, the time its steps left need: `0:04:10 elapsed, ~0:01:30 left`. The steps
+    are reported with the metrics (every `metrics_every`), so the count goes on down for the
+    `step_age_s` since the step shown was reported; once the rate says the steps are done, the
+    job is `finishing` (its final checkpoint) and says so, rather than '~0:00:01 left' held
+    for as long as the checkpoint takes."""
     started = _time(job.get("started_at"))
     if started is None:
         return ""
@@ -52,8 +66,25 @@ def timing_text(job: dict[str, Any], now: datetime | None = None) -> str:
     progress = job["progress"]
     rate, total = progress.get("rate_per_s"), progress.get("total")
     if job["status"] == "running" and rate and total:
-        text += f", ~{clock((total - progress['step']) / rate)} left"
+        left_s = (total - progress["step"]) / rate - step_age_s
+        text += f", ~{clock(left_s)} left" if left_s >= 0.5 else f", {finishing}"
     return text
+
+
+def fit_metrics(width: int, fixed: list[str], metrics: list[str]) -> tuple[int, str]:
+    """(the bar's width, the metrics shown) for a line `width` columns wide: the status, the
+    step count and the timing (`fixed`) are whole, then as many metrics as leave the bar
+    MIN_BAR wide, the rest of the width going to the bar. At 100 columns rich shrank every
+    column instead: 'job 123 run… 0:12:34 elapsed, ~0:00:01 l… loss=…', no bar, no steps."""
+    # rich's grid puts one space between columns; one column more is kept free for the cursor
+    room = width - 1 - sum(len(text) + 1 for text in fixed) - 1
+    shown: list[str] = []
+    for metric in metrics:
+        if room - len(" ".join([*shown, metric])) - 1 < MIN_BAR:
+            break
+        shown.append(metric)
+    text = " ".join(shown)
+    return max(1, room - (len(text) + 1 if text else 0)), text
 
 
 def status_text(job: dict[str, Any]) -> str:
@@ -78,12 +109,18 @@ class JobFollower:
         self.ranks = ""  # a map job's chunks per rank, beside the bar
         self.map_total: dict[str, Any] | None = None  # a map job's chunks, for the bar itself
         self.piped = not err_console.is_terminal
+        self.finishing = FINAL_CHECKPOINT if kind["resumes_from"] == "checkpoint" else "finishing"
+        self._step_seen: tuple[int, float] | None = None  # the step shown, and when it came
+        self.bar = BarColumn(bar_width=MIN_BAR)
+        whole = Column(no_wrap=True)  # fit_metrics makes room: nothing is cut
         self.progress = Progress(
-            TextColumn("job {task.fields[job]} [bold]{task.fields[status]}[/bold]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[timing]}"),
-            TextColumn("{task.fields[metrics]}"),
+            TextColumn(
+                "job {task.fields[job]} [bold]{task.fields[status]}[/bold]", table_column=whole
+            ),
+            self.bar,
+            MofNCompleteColumn(table_column=Column(no_wrap=True)),
+            TextColumn("{task.fields[timing]}", table_column=Column(no_wrap=True)),
+            TextColumn("{task.fields[metrics]}", table_column=Column(no_wrap=True)),
             console=err_console,  # stdout stays for the logs
             transient=False,
             disable=self.piped,  # piped: whole lines, see say()
@@ -124,13 +161,19 @@ class JobFollower:
                 "step": self.map_total["chunks_done"],
                 "total": self.map_total["num_chunks"],
             }
+        now = time.monotonic()
+        if self._step_seen is None or self._step_seen[0] != progress["step"]:
+            self._step_seen = (progress["step"], now)
+        age_s = now - self._step_seen[1]
         self.line = {
             "status": status_text(self.job),
             "step": progress["step"],
             "total": progress["total"],
-            "timing": timing_text(self.job),
+            "timing": timing_text(self.job, step_age_s=age_s, finishing=self.finishing),
             "metrics": " ".join([*shown, self.ranks] if self.ranks else shown),
         }
+        if not self.piped:
+            self._fit([*shown, self.ranks] if self.ranks else shown)
         self.progress.update(
             self.task,
             completed=progress["step"],
@@ -141,6 +184,19 @@ class JobFollower:
         )
         if self.piped:
             self.say()
+
+    def _fit(self, metrics: list[str]) -> None:
+        """The bar's width and the metrics that fit the terminal as wide as it is now."""
+        line = self.line
+        total = line["total"]
+        steps = f"{line['step']}/{total}" if total else f"{line['step']}/?"
+        if total:  # MofNCompleteColumn pads the count to the total's width
+            steps = f"{line['step']:>{len(str(total))}}/{total}"
+        head = f"job {self.job_id} {line['status']}"
+        bar_width, line["metrics"] = fit_metrics(
+            err_console.width, [head, steps, line["timing"]], metrics
+        )
+        self.bar.bar_width = bar_width
 
     def say(self, *, always: bool = False) -> None:
         """Piped: one whole line when the status changed or the steps passed a tenth."""
