@@ -1,4 +1,5 @@
-"""`gpudeck sweep submit|show|cancel`: many jobs from one spec, over HTTP (docs/sweeps.md)."""
+"""`gpudeck sweep submit|show|cancel` and `gpudeck sweeps`: many jobs from one spec, over HTTP
+(docs/sweeps.md)."""
 
 from __future__ import annotations
 
@@ -237,5 +238,27 @@ def cancel(sweep_id: SweepArg, url: UrlOption = "") -> None:
     )
 
 
+def sweeps(
+    limit: Annotated[int, typer.Option(min=1, max=500, help="the newest N sweeps")] = 50,
+    as_json: JsonOption = False,
+    url: UrlOption = "",
+) -> None:
+    """The newest sweeps: what each swept (values or range), its kind and its members by status."""
+    listed = request("GET", url or default_url(), "/api/sweeps", params={"limit": limit})
+    if as_json:
+        print(json.dumps(listed, indent=2))
+        return
+    rows = table("id", "name", "kind", "swept", "members", "owner")
+    for sweep in listed:
+        counts = sweep["counts"]
+        members = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        swept = "\n".join(p["text"] for p in sweep["swept"]) or "-"
+        rows.add_row(
+            str(sweep["id"]), sweep["name"], sweep["kind"], swept, members or "-", sweep["owner"]
+        )
+    console.print(rows)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(sweep_app, name="sweep")
+    app.command()(sweeps)

@@ -169,8 +169,24 @@ class SweepCancelled(SweepPublic):
     )
 
 
+class SweptParameter(BaseModel):
+    """One parameter a sweep varies, as the sweeps list says it."""
+
+    path: str
+    how: Literal["grid", "zip", "uniform", "log_uniform", "int", "choice"]
+    values: list[JsonValue] | None = Field(description="grid, zip and choice: the values tried")
+    low: float | None = Field(description="a random draw's low")
+    high: float | None = Field(description="a random draw's high")
+    text: str = Field(
+        description="as the list and the CLI say it: 'k 8, 16, 32', 'lr 0.0001 to 0.01 "
+        "log-uniform'",
+        examples=["lr 0.0001 to 0.01 log-uniform"],
+    )
+
+
 class SweepSummary(SweepHeader):
     counts: dict[str, int]
+    swept: list[SweptParameter] = Field(description="what the sweep varies, in its spec's order")
 
 
 class ParameterEffect(BaseModel):

@@ -59,7 +59,14 @@ def test_a_sweep_creates_its_members_as_waiting_jobs_with_their_values(
     # The list's row says what the sweep's page says of it, with its counts.
     header = ("id", "name", "owner", "kind", "max_parallel", "created_at")
     row = client.get("/api/sweeps").json()[0]
+    swept = row.pop("swept")
     assert row == {**{field: sweep[field] for field in header}, "counts": {"queued": 6}}
+    # and what it swept, in its spec's order: the list says it without opening the sweep
+    assert [p["text"] for p in swept] == ["k 2, 4, 8", "lr 0.001, 0.004 (zip)"]
+    assert swept[0] == {
+        "path": "k", "how": "grid", "values": [2, 4, 8], "low": None, "high": None,
+        "text": "k 2, 4, 8",
+    }  # fmt: skip
 
 
 def test_a_bad_member_is_refused_with_its_index_and_values_and_nothing_is_created(

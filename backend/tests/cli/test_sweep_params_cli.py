@@ -125,3 +125,22 @@ def test_preview_prints_the_draws_the_sweep_would_make_and_submits_nothing(
     table = CliRunner().invoke(app, ["sweep", "submit", "sae", "--config", SAE, *args, "--preview"])
     assert table.exit_code == 0 and "4 members (nothing submitted)" in table.stdout
     assert f"{created[0]['lr']:.3g}" in table.stdout
+
+
+def test_the_sweeps_list_says_what_each_sweep_swept(submit: Any) -> None:
+    created = submit(
+        "--grid",
+        "k=8,16,32",
+        "--random",
+        "lr=log_uniform:0.0001:0.0032802640616790657",
+        "--draws",
+        "2",
+    )
+    assert created.exit_code == 0, created.output
+    listed = CliRunner().invoke(app, ["sweeps"], env={"COLUMNS": "120"})
+    assert listed.exit_code == 0, listed.output
+    row = next(line for line in listed.stdout.splitlines() if "k 8, 16, 32" in line)
+    assert "│ sae " in row and "6 queued" in row
+    assert "lr 0.0001 to 0.00328 log-uniform" in listed.stdout  # the range, 3 figures
+    as_json = json.loads(CliRunner().invoke(app, ["sweeps", "--json"]).stdout)
+    assert [p["path"] for p in as_json[0]["swept"]] == ["k", "lr"]

@@ -2809,6 +2809,45 @@ export interface components {
             name: string;
             /** Owner */
             owner: string;
+            /**
+             * Swept
+             * @description what the sweep varies, in its spec's order
+             */
+            swept: components["schemas"]["SweptParameter"][];
+        };
+        /**
+         * SweptParameter
+         * @description One parameter a sweep varies, as the sweeps list says it.
+         */
+        SweptParameter: {
+            /**
+             * High
+             * @description a random draw's high
+             */
+            high: number | null;
+            /**
+             * How
+             * @enum {string}
+             */
+            how: "grid" | "zip" | "uniform" | "log_uniform" | "int" | "choice";
+            /**
+             * Low
+             * @description a random draw's low
+             */
+            low: number | null;
+            /** Path */
+            path: string;
+            /**
+             * Text
+             * @description as the list and the CLI say it: 'k 8, 16, 32', 'lr 0.0001 to 0.01 log-uniform'
+             * @example lr 0.0001 to 0.01 log-uniform
+             */
+            text: string;
+            /**
+             * Values
+             * @description grid, zip and choice: the values tried
+             */
+            values: components["schemas"]["JsonValue"][] | null;
         };
         /** TelemetryHistory */
         TelemetryHistory: {

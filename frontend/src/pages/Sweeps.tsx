@@ -19,6 +19,23 @@ export function CountsText({ counts }: { counts: Record<string, number> }) {
   );
 }
 
+/** What a sweep varies, a parameter a line: "k 8, 16, 32", "lr 0.0001 to 0.01 log-uniform". */
+function SweptText({ swept }: { swept: SweepSummary["swept"] }) {
+  if (swept.length === 0) return <span className="muted">—</span>;
+  return (
+    <ul className="swept-list" data-testid="swept">
+      {swept.map((p) => (
+        <li
+          key={p.path}
+          title={p.how === "grid" || p.how === "zip" ? `${p.how} over ${p.path}` : `${p.path} drawn ${p.how.replace("_", "-")}`}
+        >
+          {p.text}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 function SweepRow({ sweep }: { sweep: SweepSummary }) {
   const total = Object.values(sweep.counts).reduce((a, b) => a + b, 0);
   return (
@@ -27,6 +44,9 @@ function SweepRow({ sweep }: { sweep: SweepSummary }) {
         <Link to={`/sweeps/${sweep.id}`}>
           #{sweep.id} {sweep.name}
         </Link>
+      </td>
+      <td>
+        <SweptText swept={sweep.swept} />
       </td>
       <td>{sweep.kind}</td>
       <td>{total}</td>
@@ -40,7 +60,7 @@ function SweepRow({ sweep }: { sweep: SweepSummary }) {
   );
 }
 
-/** Every sweep (newest first) with its members by status. */
+/** Every sweep (newest first): what it swept, and its members by status. */
 export function Sweeps() {
   const sweeps = useSweeps();
   return (
@@ -52,6 +72,7 @@ export function Sweeps() {
           <thead>
             <tr>
               <th>sweep</th>
+              <th>swept</th>
               <th>kind</th>
               <th>members</th>
               <th>by status</th>
@@ -66,7 +87,7 @@ export function Sweeps() {
             ))}
             {sweeps.data?.length === 0 && (
               <tr>
-                <td colSpan={7} className="empty">
+                <td colSpan={8} className="empty">
                   No sweeps yet. <Link to="/new?sweep=1">Start one from the form</Link>, or with <code>gpudeck sweep submit</code>.
                 </td>
               </tr>

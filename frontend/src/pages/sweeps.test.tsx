@@ -128,6 +128,10 @@ describe("sweeps elsewhere", () => {
               max_parallel: 2,
               created_at: "2026-11-26T05:00:00Z",
               counts: { succeeded: 3, running: 1 },
+              swept: [
+                { path: "k", how: "grid", values: [8, 16], low: null, high: null, text: "k 8, 16" },
+                { path: "lr", how: "log_uniform", values: null, low: 1e-4, high: 0.01, text: "lr 0.0001 to 0.01 log-uniform" },
+              ],
             },
           ]),
       }).fetchMock,
@@ -137,6 +141,14 @@ describe("sweeps elsewhere", () => {
     expect(within(row).getByRole("link")).toHaveAttribute("href", "/sweeps/2");
     expect(row).toHaveTextContent("1 running");
     expect(row).toHaveTextContent("3 succeeded");
+    // what was swept, a parameter a line, under its own column
+    const swept = within(row).getByTestId("swept");
+    expect(
+      within(swept)
+        .getAllByRole("listitem")
+        .map((li) => li.textContent),
+    ).toEqual(["k 8, 16", "lr 0.0001 to 0.01 log-uniform"]);
+    expect(screen.getByRole("columnheader", { name: "swept" })).toBeInTheDocument();
   });
 
   it("a member's job page says which member of which sweep, with its values", async () => {

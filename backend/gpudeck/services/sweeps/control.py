@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
@@ -19,8 +20,10 @@ from gpudeck.schemas.sweeps import (
     SweepCreate,
     SweepHeader,
     SweepMember,
+    SweepParameters,
     SweepPublic,
     SweepSummary,
+    SweptParameter,
 )
 from gpudeck.services.errors import NotFound
 from gpudeck.services.jobs import cancel as jobs_cancel
@@ -28,6 +31,7 @@ from gpudeck.services.queue import actions as queue_actions
 from gpudeck.services.submit import resume as resume_service
 from gpudeck.services.submit import submission
 from gpudeck.services.submit.checks import Submitter
+from gpudeck.services.sweeps import params
 
 
 class SweepNotFound(NotFound):
@@ -173,4 +177,12 @@ def list_sweeps(session: Session, limit: int = 50) -> list[SweepSummary]:
         for sweep_id, status, n in rows:
             if sweep_id is not None:
                 counts[sweep_id][str(status)] = n
-    return [SweepSummary(**_header(s), counts=dict(counts[s.id])) for s in sweeps]
+    return [SweepSummary(**_header(s), counts=dict(counts[s.id]), swept=_swept(s)) for s in sweeps]
+
+
+def _swept(sweep: Sweep) -> list[SweptParameter]:
+    """The swept parameters of its spec as accepted (validated again: the spec is stored JSON)."""
+    try:
+        return params.swept(SweepParameters.model_validate(sweep.spec["parameters"]))
+    except (KeyError, TypeError, ValidationError):
+        return []  # a spec stored before its shape was checked: the list shows no parameters

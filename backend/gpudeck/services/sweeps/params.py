@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import math
 import random
 from collections.abc import Iterator
 from typing import Any
 
-from gpudeck.schemas.sweeps import MAX_MEMBERS, RandomParameter, SweepParameters
+from gpudeck.schemas.sweeps import MAX_MEMBERS, RandomParameter, SweepParameters, SweptParameter
+
+SHOWN_VALUES = 6  # a longer list is shown by its first values, its last and its length
 
 
 class TooManyMembers(ValueError):
@@ -70,3 +73,48 @@ def with_values(config: dict[str, Any], values: dict[str, Any]) -> dict[str, Any
             node = child
         node[leaf] = value
     return out
+
+
+def figure(value: Any) -> str:
+    """A value as the sweep pages show it: numbers to 3 significant figures."""
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return json.dumps(value) if isinstance(value, dict | list) else str(value)
+
+
+def values_text(values: list[Any]) -> str:
+    if len(values) <= SHOWN_VALUES:
+        return ", ".join(figure(v) for v in values)
+    first = ", ".join(figure(v) for v in values[: SHOWN_VALUES - 2])
+    return f"{first}, …, {figure(values[-1])} ({len(values)} values)"
+
+
+_DRAWN = {"uniform": "uniform", "log_uniform": "log-uniform", "int": "integers"}
+
+
+def swept(parameters: SweepParameters) -> list[SweptParameter]:
+    """What a sweep varies, each parameter with its values or its range, worded for a list:
+    'k 8, 16, 32', 'd_sae 512, 1024 (zip)', 'lr 0.0001 to 0.01 log-uniform'."""
+    found = [
+        SweptParameter(
+            path=p, how="grid", values=v, low=None, high=None, text=f"{p} {values_text(v)}"
+        )
+        for p, v in parameters.grid.items()
+    ]
+    found += [
+        SweptParameter(
+            path=p, how="zip", values=v, low=None, high=None, text=f"{p} {values_text(v)} (zip)"
+        )
+        for p, v in parameters.zip.items()
+    ]
+    for path, d in parameters.random.items():
+        if d.distribution == "choice":
+            text = f"{path} one of {values_text(d.values or [])}"
+        else:
+            text = f"{path} {figure(d.low)} to {figure(d.high)} {_DRAWN[d.distribution]}"
+        found.append(
+            SweptParameter(
+                path=path, how=d.distribution, values=d.values, low=d.low, high=d.high, text=text
+            )
+        )
+    return found

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from gpudeck.schemas.sweeps import SweepParameters
-from gpudeck.services.sweeps.params import TooManyMembers, members, with_values
+from gpudeck.services.sweeps.params import TooManyMembers, members, swept, with_values
 
 
 def params(**body: object) -> SweepParameters:
@@ -76,3 +76,31 @@ def test_too_many_members_or_a_bad_shape_is_refused() -> None:
     ):  # fmt: skip
         with pytest.raises(ValidationError, match=says):
             SweepParameters.model_validate(body)
+
+
+def test_what_was_swept_is_said_with_its_values_or_its_range() -> None:
+    """The sweeps list's words: values to 3 significant figures, a long list shortened with its
+    length, a random draw by its range and distribution."""
+    spec = params(
+        grid={"k": [8, 16, 32, 64, 128, 256, 512, 1024]},
+        zip={"d_sae": [512, 1024]},
+        random={
+            "lr": {"distribution": "log_uniform", "low": 1e-4, "high": 0.0032802640616790657},
+            "l1": {"distribution": "uniform", "low": 0.5, "high": 2.0},
+            "seed": {"distribution": "int", "low": 1, "high": 9},
+            "act": {"distribution": "choice", "values": ["relu", "gelu"]},
+        },
+        count=4,
+    )
+    said = swept(spec)
+    assert [p.text for p in said] == [
+        "k 8, 16, 32, 64, …, 1024 (8 values)",
+        "d_sae 512, 1024 (zip)",
+        "lr 0.0001 to 0.00328 log-uniform",
+        "l1 0.5 to 2 uniform",
+        "seed 1 to 9 integers",
+        "act one of relu, gelu",
+    ]
+    assert [(p.path, p.how) for p in said][2] == ("lr", "log_uniform")
+    assert said[2].low == 1e-4 and said[2].high == 0.0032802640616790657  # exact in the API
+    assert said[0].values == [8, 16, 32, 64, 128, 256, 512, 1024]
