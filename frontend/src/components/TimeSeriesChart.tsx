@@ -44,6 +44,18 @@ function zoom(chart: uPlot, data: uPlot.AlignedData, xMin: number | undefined): 
 const powersOfTen = (_u: uPlot, splits: number[]): (number | null)[] =>
   splits.map((v) => (Number.isInteger(Math.round(Math.log10(v) * 1e6) / 1e6) ? v : null));
 
+/**
+ * uPlot's points.show for one series over the rows in view: a dot at each value where the
+ * series has one value, or values on fewer than half the rows (measured now and then). A
+ * series measured at one checkpoint was drawn as nothing: a line needs two points.
+ */
+export function sparsePoints(u: uPlot, seriesIdx: number, idx0: number, idx1: number): boolean {
+  const column = u.data[seriesIdx] ?? [];
+  let values = 0;
+  for (let i = idx0; i <= idx1; i++) if (column[i] != null) values++;
+  return values === 1 || values * 2 < idx1 - idx0 + 1;
+}
+
 type Shape = Pick<Props, "series" | "height" | "xTime" | "compact" | "yMin" | "yMax" | "logY">;
 
 function options(shape: Shape, width: number): uPlot.Options {
@@ -87,7 +99,9 @@ function options(shape: Shape, width: number): uPlot.Options {
         width: s.width ?? (compact ? 1.75 : 1.5),
         scale: s.scale ?? "y",
         ...(s.fill ? { fill: s.fill } : {}),
-        points: { show: false },
+        // a sparkline draws lines only; a chart marks each value of a sparse series (held-out
+        // figures come at checkpoints only), which a line through one value would not show
+        points: { show: compact ? false : sparsePoints },
         spanGaps: true,
       })),
     ],

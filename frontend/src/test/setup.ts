@@ -14,7 +14,9 @@ vi.mock("uplot", () => {
     width: number;
     height: number;
     data: unknown;
+    opts: { width: number; height: number };
     constructor(opts: { width: number; height: number }, data: unknown) {
+      this.opts = opts;
       this.width = opts.width;
       this.height = opts.height;
       this.data = data;
