@@ -74,7 +74,12 @@ export function GpuCard({ gpu, series, revision, stale = false }: Props) {
         <SourceBadge source={gpu.source} />
       </header>
       {gpu.lost && <div className="banner error small">NVML reports this GPU as lost</div>}
-      <MemoryBar usedBytes={gpu.memory_used_bytes ?? null} totalBytes={gpu.memory_total_bytes} />
+      <MemoryBar
+        usedBytes={gpu.memory_used_bytes ?? null}
+        totalBytes={gpu.memory_total_bytes}
+        // a simulated device's "used" is its job's CUDA estimate; its ranks' memory below is host RSS
+        what={gpu.source === "simulated" ? "CUDA estimate of its job" : undefined}
+      />
       <dl className="gpu-stats">
         <div>
           <dt>util</dt>

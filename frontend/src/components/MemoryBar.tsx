@@ -7,10 +7,12 @@ interface Props {
   /** memory a planned job would add, drawn hatched after the used part */
   plannedBytes?: number;
   compact?: boolean;
+  /** what the used figure is where it is not a reading (a simulated device: its job's CUDA estimate) */
+  what?: string;
 }
 
 /** Used of total, coloured by load (green / amber / red). */
-export function MemoryBar({ usedBytes, totalBytes, plannedBytes = 0, compact = false }: Props) {
+export function MemoryBar({ usedBytes, totalBytes, plannedBytes = 0, compact = false, what }: Props) {
   const fraction = totalBytes > 0 && usedBytes !== null ? usedBytes / totalBytes : 0;
   const planned = totalBytes > 0 ? Math.min(1 - Math.min(1, fraction), plannedBytes / totalBytes) : 0;
   const level = loadLevel(fraction);
@@ -31,6 +33,12 @@ export function MemoryBar({ usedBytes, totalBytes, plannedBytes = 0, compact = f
         <div className="membar-label">
           <span data-testid="mem-used">{formatBytes(usedBytes)}</span> of {formatBytes(totalBytes)}
           {usedBytes !== null && <span className="muted"> · {Math.round(fraction * 100)}%</span>}
+          {what && (
+            <span className="muted small" data-testid="mem-what">
+              {" "}
+              ({what})
+            </span>
+          )}
         </div>
       )}
     </div>

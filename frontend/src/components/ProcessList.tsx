@@ -44,6 +44,8 @@ export function ProcessList({ processes }: { processes: readonly GpuProcess[] })
             </td>
             <td className="num" title={p.host_peak_rss_bytes != null ? `peak RSS ${formatBytes(p.host_peak_rss_bytes)}` : undefined}>
               {formatBytes(p.used_memory_bytes ?? p.host_peak_rss_bytes ?? null)}
+              {/* no device figure (a simulated device): the host peak, said to be one */}
+              {p.used_memory_bytes == null && p.host_peak_rss_bytes != null && <span className="muted"> RSS</span>}
             </td>
             <td>
               {p.job_id != null ? (
