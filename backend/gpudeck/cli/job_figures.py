@@ -17,9 +17,19 @@ def latest_values(points: list[dict[str, Any]]) -> dict[str, float]:
     return latest
 
 
+def _shown(series: dict[str, Any], latest: dict[str, float]) -> str:
+    """The value, and the steps it is counted over where the kind reports them (an SAE's dead
+    count: '12 (last 400 steps)' on a 400-step run)."""
+    shown = f"{latest[series['metric']]:.4g}"
+    window = latest.get(series.get("window_metric") or "")
+    if isinstance(window, int | float):
+        shown += f" (last {int(window):,} steps)"
+    return shown
+
+
 def figure_rows(kind: dict[str, Any], latest: dict[str, float]) -> list[tuple[str, str]]:
     return [
-        (s["label"], f"{latest[s['metric']]:.4g}")
+        (s["label"], _shown(s, latest))
         for s in kind["summary_metrics"]
         if isinstance(latest.get(s["metric"]), int | float)
     ]

@@ -343,6 +343,14 @@ class SeriesPublic(BaseModel):
 
     metric: str = Field(description="a key of the job's reported metrics")
     label: str
+    needs: str = Field(
+        default="",
+        description="a config field that turns this figure on; off in a job's config: not measured",
+    )
+    window_metric: str = Field(
+        default="",
+        description="a metric holding the steps this figure is counted over (shown beside it)",
+    )
 
 
 class ChartPublic(BaseModel):

@@ -66,6 +66,23 @@ def test_the_estimate_warns_of_configs_known_to_train_badly() -> None:
     assert "dead_min_frequency" in frequency
 
 
+def test_the_estimate_warns_when_only_the_final_checkpoint_is_written() -> None:
+    """A 400-step run at the default interval (500) writes one checkpoint, at its end: the
+    form says so before launch, with the step; a run longer than the interval hears nothing."""
+    client = _client()
+
+    def checkpoints(config: dict[str, object]) -> list[dict[str, str]]:
+        answer = client.post("/api/estimate", json={"kind": "sae", "config": {**SAE, **config}})
+        assert answer.status_code == 200, answer.text
+        return [e for e in answer.json()["expectations"] if e["label"] == "checkpoints"]
+
+    (short,) = checkpoints({"steps": 400})
+    assert short["warning"] and short["value"] == "the final one only (step 400)"
+    assert "every 500 steps" in short["note"] and "checkpoint_interval" in short["note"]
+    assert checkpoints({"steps": 1200, "checkpoint_interval": 1200})[0]["value"].endswith("1,200)")
+    assert checkpoints({"steps": 501}) == []
+
+
 def test_bad_config_and_kind_are_422() -> None:
     client = _client()
     bad = client.post("/api/estimate", json={"kind": "sae", "config": {"d_in": 0}})

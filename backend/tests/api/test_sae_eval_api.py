@@ -117,7 +117,11 @@ def test_loss_recovered_is_refused_naming_the_field_and_shown_when_accepted(
     accepted = _submit(client, "sae_eval", {**config, "loss_recovered": lm})
     assert accepted.status_code == 201, accepted.text
     kind = client.get("/api/kinds/sae_eval").json()
-    assert {"metric": "loss_recovered", "label": "loss recovered"} in kind["summary_metrics"]
+    figures = {s["metric"]: s for s in kind["summary_metrics"]}
+    assert figures["loss_recovered"]["label"] == "loss recovered"
+    # off in a job's config, the page says "not measured: turn on loss recovered"
+    assert figures["loss_recovered"]["needs"] == figures["lm_loss_sae"]["needs"] == "loss_recovered"
+    assert figures["l0"]["needs"] == ""
     body = {"kind": "sae_eval", "config": {**config, "loss_recovered": lm}}
     assert client.post("/api/estimate", json=body).status_code == 200
 

@@ -2499,6 +2499,18 @@ export interface components {
              * @description a key of the job's reported metrics
              */
             metric: string;
+            /**
+             * Needs
+             * @description a config field that turns this figure on; off in a job's config: not measured
+             * @default
+             */
+            needs?: string;
+            /**
+             * Window Metric
+             * @description a metric holding the steps this figure is counted over (shown beside it)
+             * @default
+             */
+            window_metric?: string;
         };
         /** SettingPublic */
         SettingPublic: {

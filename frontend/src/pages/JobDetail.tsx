@@ -8,10 +8,11 @@ import { JobSettings } from "../components/job/JobSettings";
 import { LogTail } from "../components/job/LogTail";
 import { Segments } from "../components/job/Segments";
 import { SourceJob } from "../components/job/SourceJob";
+import { SummaryFigures } from "../components/job/SummaryFigures";
 import { RankProgress } from "../components/job/RankProgress";
 import { RankMemory } from "../components/job/RankMemory";
 import { TrainingCharts } from "../components/LossChart";
-import { MemoryFigures } from "../components/MemoryFigures";
+import { MemoryFigures, onSimulatedDevices } from "../components/MemoryFigures";
 import { PageHeader } from "../components/PageHeader";
 import { ProgressBar } from "../components/ProgressBar";
 import { QueuePlace } from "../components/queue/QueuePlace";
@@ -19,7 +20,7 @@ import { StatusBadge } from "../components/StatusBadge";
 import { SweepMembership } from "../components/sweep/SweepMembership";
 import { useKind, useMapProgress, useFinishedMetrics } from "../hooks/queries";
 import { useJob } from "../hooks/useJob";
-import { formatAge, formatDuration, formatMetric, numberOrNull } from "../lib/format";
+import { formatAge, formatDuration } from "../lib/format";
 import { continuedCurve } from "../lib/lineage";
 import { ranksPerNode } from "../lib/ranks";
 
@@ -131,23 +132,14 @@ export function JobDetail() {
           <div>
             <dt>memory / device</dt>
             <dd>
-              <MemoryFigures estimateBytes={j.estimate_bytes_per_device} peakBytes={j.peak_memory_bytes} />
+              <MemoryFigures
+                estimateBytes={j.estimate_bytes_per_device}
+                peakBytes={j.peak_memory_bytes}
+                simulated={onSimulatedDevices(j.devices)}
+              />
             </dd>
           </div>
-          {(kind.data?.summary_metrics ?? []).map((m, i) => {
-            const value = numberOrNull(latest(m.metric));
-            // an ended job's dash is "never reported" (e.g. sae_eval's loss recovered when zeroing
-            // the hook costs nothing), not "not yet": say where the reason may be
-            const missing = value === null && j.finished_at != null ? "not reported by this job; its log may say why" : undefined;
-            return (
-              <div key={m.metric}>
-                <dt>{m.label}</dt>
-                <dd data-testid={i === 0 ? "last-loss" : undefined} title={missing}>
-                  {formatMetric(m.metric, value)}
-                </dd>
-              </div>
-            );
-          })}
+          <SummaryFigures job={j} figures={kind.data?.summary_metrics ?? []} latest={latest} />
         </dl>
         <RankMemory memory={j.rank_memory} advice={j.advice} />
         {j.error_summary && (
@@ -174,7 +166,16 @@ export function JobDetail() {
           <Segments job={j} />
           <FollowUps job={j} offered={kind.data?.offers_follow_up ?? false} />
           {isMap && ranks.data && <RankProgress progress={ranks.data} finished={!live} />}
-          <TrainingCharts points={points} charts={kind.data?.charts ?? []} />
+          {j.started_at == null && points.length === 0 ? (
+            // a job that has not run has nothing to chart: one line, not six empty charts
+            (kind.data?.charts ?? []).length > 0 && (
+              <p className="muted" data-testid="charts-pending">
+                Its charts fill in once it starts.
+              </p>
+            )
+          ) : (
+            <TrainingCharts points={points} charts={kind.data?.charts ?? []} />
+          )}
           <div className="two-col">
             <LogTail job={j} />
             <Checkpoints job={j} resumesFromOutput={isMap} />

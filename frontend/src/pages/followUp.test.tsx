@@ -123,13 +123,24 @@ describe("Evaluate a checkpoint", () => {
   it("is offered on a cancelled SAE job, whose evaluations are listed on its page", async () => {
     const sae = makeJob({ status: "cancelled" });
     const evaluation = makeJob({ id: 9, kind: "sae_eval", name: "eval of job 7", status: "succeeded" });
+    // the checkpoint it left is what the evaluation scores (none: nothing is offered)
+    const checkpoint = {
+      step: 300,
+      path: "x",
+      size_bytes: 1,
+      loss: 0.5,
+      created_at: new Date().toISOString(),
+      files: [],
+      node: "vm",
+      location: null,
+    };
     const api = stubApi({
       "GET /api/jobs/7": () => json(sae),
       "GET /api/kinds/sae": () => json({ ...makeSaeKind(), offers_follow_up: true }),
       "GET /api/kinds/sae_eval": () => json(evalKind),
       "GET /api/jobs/9/metrics": () => json(evalMetrics),
       "GET /api/jobs/7/metrics": () => json({ items: [], last_step: null }),
-      "GET /api/jobs/7/checkpoints": () => json([]),
+      "GET /api/jobs/7/checkpoints": () => json([checkpoint]),
       "GET /api/jobs/7/follow-up": () =>
         json({ kind: "sae_eval", label: "Evaluate a checkpoint", config: { source_job: 7 }, depends_on: [], note: "" }),
       "GET /api/jobs/7/follow-ups": () => json([evaluation]),

@@ -59,7 +59,9 @@ KIND = JobKind(
         Chart(
             "Dead latents (% of the dictionary)",
             (
-                Series("dead_pct", "no firing in the last 1,000 training steps"),
+                Series(
+                    "dead_pct", "no firing in the last 1,000 training steps (or the run so far)"
+                ),
                 Series("heldout_dead_pct", "firing on no held-out row (at checkpoints)"),
             ),
         ),
@@ -79,7 +81,8 @@ KIND = JobKind(
         Series("l0", "L0"),
         Series("explained_variance", "explained var."),
         Series("heldout_dead_pct", "dead % (held-out rows)"),
-        Series("dead_features", "dead (last 1,000 steps)"),
+        # counted over the last 1,000 steps, or the whole run where it is shorter
+        Series("dead_features", "dead (training window)", window_metric="dead_window_steps"),
         Series("heldout_l0", "L0 (held-out)"),
         Series("heldout_explained_variance", "explained var. (held-out)"),
         Series("mmcs", "mmcs"),

@@ -82,5 +82,23 @@ def warnings(config: SaeConfig) -> list[Expectation]:
     return [Expectation("warning", "trains badly", note, warning=True) for note in found]
 
 
+def checkpoints(config: SaeConfig) -> list[Expectation]:
+    """A checkpoint interval as long as the run: only the final checkpoint is written (a
+    400-step run at the default 500 had none to resume from or evaluate along the way)."""
+    if config.checkpoint_interval < config.steps:
+        return []
+    return [
+        Expectation(
+            "checkpoints",
+            f"the final one only (step {config.steps:,})",
+            f"checkpoint every {config.checkpoint_interval:,} steps is not shorter than the run"
+            f" ({config.steps:,} steps): rank 0 writes one checkpoint, at the end, and the"
+            " held-out figures come with it; lower checkpoint_interval for checkpoints to"
+            " resume from or evaluate along the way",
+            warning=True,
+        )
+    ]
+
+
 def expectations(config: SaeConfig) -> list[Expectation]:
-    return [expected_l0(config), dictionary(config), *warnings(config)]
+    return [expected_l0(config), dictionary(config), *warnings(config), *checkpoints(config)]

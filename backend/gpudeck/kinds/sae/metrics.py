@@ -99,6 +99,8 @@ class MetricsTracker:
         # training-window count; heldout.py counts those firing on no held-out row.
         dead = float((maxes[:-1] <= step - window).sum())
         metrics["dead_features"] = dead
+        # what the count is over: a 400-step run's is its 400 steps, not 1,000
+        metrics["dead_window_steps"] = float(window)
         metrics["dead_pct"] = 100.0 * dead / len(self.last_fired)
         metrics["activations_per_s"] = activations_per_s
         metrics["step_time_s"] = step_time_s

@@ -48,10 +48,10 @@ KIND = JobKind(
     summary_metrics=(
         Series("explained_variance", "explained var."),
         # loss recovered beside the three losses it is the ratio of
-        Series("loss_recovered", "loss recovered"),
-        Series("lm_loss_clean", "LM loss (clean)"),
-        Series("lm_loss_sae", "LM loss (SAE spliced in)"),
-        Series("lm_loss_zero", "LM loss (hook zeroed)"),
+        Series("loss_recovered", "loss recovered", needs="loss_recovered"),
+        Series("lm_loss_clean", "LM loss (clean)", needs="loss_recovered"),
+        Series("lm_loss_sae", "LM loss (SAE spliced in)", needs="loss_recovered"),
+        Series("lm_loss_zero", "LM loss (hook zeroed)", needs="loss_recovered"),
         Series("l0", "L0"),
         Series("mse", "MSE"),
         Series("dead_pct", "dead % (never fired on the rows)"),

@@ -133,3 +133,5 @@ def test_every_checkpoint_reports_held_out_figures(tmp_path: Path) -> None:
     # Synthetic data: the truth is known, so every report says how much of it was found.
     assert 0 <= reports[10]["features_recovered_pct"] <= 100 and "mmcs" in reports[10]
     assert reports[40]["dead_pct"] == 100 * reports[40]["dead_features"] / 64
+    # The dead count is over the steps the run has had (40 of a 1,000-step window), and says so.
+    assert [reports[s]["dead_window_steps"] for s in sorted(reports)] == [10, 20, 30, 40]

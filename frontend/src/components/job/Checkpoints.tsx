@@ -34,11 +34,21 @@ function CheckpointLink({ file }: { file: CheckpointFile }) {
   );
 }
 
-/** What an empty list means: a map job's chunks are its progress; other jobs say their interval. */
-function noneYet(job: Job, resumesFromOutput: boolean): string {
+/**
+ * What an empty list means: a map job's chunks are its progress; other jobs say their interval,
+ * or, where the run is no longer than it (400 steps at every 500), that the one checkpoint
+ * comes at the end.
+ */
+export function noneYet(job: Job, resumesFromOutput: boolean): string {
   if (resumesFromOutput) return "None: a map job's output chunks are its checkpoints; a resumed job skips the chunks written.";
   const interval = job.config["checkpoint_interval"];
-  return typeof interval === "number" ? `None yet: rank 0 writes one every ${interval} steps.` : "None yet.";
+  if (typeof interval !== "number") return "None yet.";
+  const steps = job.progress.total ?? job.config["steps"];
+  if (typeof steps === "number" && steps > 0 && interval >= steps) {
+    const n = (v: number) => v.toLocaleString("en-US");
+    return `None yet: the run (${n(steps)} steps) is not longer than the interval (every ${n(interval)}), so rank 0 writes one checkpoint, the final one, at step ${n(steps)}.`;
+  }
+  return `None yet: rank 0 writes one every ${interval.toLocaleString("en-US")} steps.`;
 }
 
 export function Checkpoints({ job, resumesFromOutput = false }: { job: Job; resumesFromOutput?: boolean }) {

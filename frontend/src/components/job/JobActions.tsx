@@ -1,3 +1,4 @@
+import type { ReactNode } from "react";
 import { Link, useNavigate } from "react-router-dom";
 import { isTerminal, type Job, type JobKindInfo } from "../../client/types";
 import { useCheckpoints, useFollowUp, useResumeJob } from "../../hooks/queries";
@@ -64,11 +65,20 @@ function FollowUpLink({ job, kind }: { job: Job; kind: JobKindInfo | undefined }
   const offered = kind?.offers_follow_up ?? false;
   const followUp = useFollowUp(offered ? job.id : null);
   if (!offered || !followUp.data) return null;
-  return (
+  const link = (
     <Link className="button primary" to={`/new?kind=${encodeURIComponent(followUp.data.kind)}&after=${job.id}`} data-testid="follow-up">
       {followUp.data.label}
     </Link>
   );
+  // A follow-up that does not wait for an unfinished job reads what it wrote so far (an
+  // evaluation scores its checkpoints): offered once there is one, not on a queued job.
+  const readsSoFar = followUp.data.depends_on.length === 0 && job.status !== "succeeded";
+  return readsSoFar ? <OnceCheckpointed job={job}>{link}</OnceCheckpointed> : link;
+}
+
+function OnceCheckpointed({ job, children }: { job: Job; children: ReactNode }) {
+  const checkpoints = useCheckpoints(job.id, !isTerminal(job.status));
+  return (checkpoints.data ?? []).length > 0 ? children : null;
 }
 
 export function JobActions({ job, kind }: { job: Job; kind?: JobKindInfo }) {
