@@ -128,7 +128,8 @@ export function Jobs() {
         )}
         {ticked.length > MAX_COMPARED && <span className="banner error small">at most {MAX_COMPARED} jobs</span>}
       </div>
-      <div className="card table-card">
+      {/* its columns (tick, kind, figures, tags) scroll inside the card on a phone */}
+      <div className="card table-card table-scroll">
         <table className="jobs-table" data-testid="jobs-table">
           <thead>
             <tr>

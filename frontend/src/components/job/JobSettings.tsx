@@ -102,20 +102,22 @@ export function JobSettings({ jobId }: { jobId: number }) {
         </label>
       </div>
       {data.sweep_id != null && <SweepDifferences sweepId={data.sweep_id} rows={data.sweep_differences ?? []} />}
-      <table className="settings-table">
-        <thead>
-          <tr>
-            <th>field</th>
-            <th>value</th>
-            <th>default?</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((s) => (
-            <SettingRow key={s.path} s={s} />
-          ))}
-        </tbody>
-      </table>
+      <div className="table-scroll">
+        <table className="settings-table">
+          <thead>
+            <tr>
+              <th>field</th>
+              <th>value</th>
+              <th>default?</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((s) => (
+              <SettingRow key={s.path} s={s} />
+            ))}
+          </tbody>
+        </table>
+      </div>
       <DiffWith jobId={jobId} />
     </section>
   );

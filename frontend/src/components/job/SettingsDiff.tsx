@@ -22,30 +22,32 @@ export function SettingsDiff({ ids }: { ids: number[] }) {
         {mixed ? ` (kinds: ${kinds.join(", ")})` : ""}.
       </p>
       {fields.length > 0 && (
-        <table className="settings-table">
-          <thead>
-            <tr>
-              <th>field</th>
-              {jobIds.map((id) => (
-                <th key={id}>
-                  <Link to={`/jobs/${id}`}>#{id}</Link>
-                </th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {fields.map((f) => (
-              <tr key={f.path} data-testid="diff-field" data-path={f.path}>
-                <td className="mono">{f.path}</td>
-                {f.values.map((v, i) => (
-                  <td key={jobIds[i]} className={f.present[i] ? "mono" : "muted"} title={f.present[i] ? settingExact(v) : "not set"}>
-                    {f.present[i] ? settingText(v) : "not set"}
-                  </td>
+        <div className="table-scroll">
+          <table className="settings-table">
+            <thead>
+              <tr>
+                <th>field</th>
+                {jobIds.map((id) => (
+                  <th key={id}>
+                    <Link to={`/jobs/${id}`}>#{id}</Link>
+                  </th>
                 ))}
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {fields.map((f) => (
+                <tr key={f.path} data-testid="diff-field" data-path={f.path}>
+                  <td className="mono">{f.path}</td>
+                  {f.values.map((v, i) => (
+                    <td key={jobIds[i]} className={f.present[i] ? "mono" : "muted"} title={f.present[i] ? settingExact(v) : "not set"}>
+                      {f.present[i] ? settingText(v) : "not set"}
+                    </td>
+                  ))}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </div>
   );
