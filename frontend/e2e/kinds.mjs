@@ -68,7 +68,7 @@ const KINDS = [
   {
     kind: "script",
     fill: async (page) => {
-      await field(page, "entrypoint").fill("e2e_hello.py");
+      await field(page, "entry point").fill("e2e_hello.py");
       await addRow(page, "args", ["--steps"]);
       await addRow(page, "args", ["3"]);
       await addRow(page, "env", [SCRIPT_ENV, "hello world"]);

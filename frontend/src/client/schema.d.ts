@@ -109,7 +109,8 @@ export interface paths {
          * List Choices
          * @description What a config field marked `x-choices: <source>` may pick: the models under
          *     <data_dir>/models (a directory with a config.json) or the data files under
-         *     <data_dir>/datasets (.npy, .safetensors, .jsonl), with d_in and sizes.
+         *     <data_dir>/datasets (.npy, .safetensors, .jsonl), with d_in and sizes; `code_roots`: the
+         *     .py files under the server's code roots (a script's entry point), each with its root.
          */
         get: operations["list_choices_api_choices__source__get"];
         put?: never;
@@ -1241,13 +1242,16 @@ export interface components {
         };
         /**
          * DataChoicePublic
-         * @description One thing a form field may pick from the data directory (GET /api/choices/{source}).
+         * @description One thing a form field may pick from the data directory, or a .py file under a code root
+         *     (GET /api/choices/{source}).
          */
         DataChoicePublic: {
             /** D In */
             d_in: number | null;
             /** Detail */
             detail: string;
+            /** Root */
+            root?: string | null;
             /** Size Bytes */
             size_bytes: number;
             /** Value */
@@ -3193,7 +3197,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                source: "models" | "datasets";
+                source: "models" | "datasets" | "code_roots";
             };
             cookie?: never;
         };

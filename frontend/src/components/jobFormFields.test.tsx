@@ -3,10 +3,11 @@
 import { render, screen, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { useState } from "react";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { defaultValues, toConfig, type FormValues } from "../lib/jobForm";
 import { allFields, fieldsFromSchema, type FieldValue } from "../lib/schemaForm";
 import kinds from "../test/kindSchemas.json";
+import { json, renderPage, stubApi } from "../test/render";
 import { JobForm } from "./JobForm";
 import { ConfigField } from "./newJob/ConfigField";
 
@@ -22,19 +23,23 @@ function Harness({ kind, errors = {} }: { kind: keyof typeof kinds; errors?: Rec
   );
 }
 
+afterEach(() => vi.unstubAllGlobals());
+
 const config = () => JSON.parse(screen.getByTestId("config").textContent ?? "{}") as Record<string, unknown>;
 
 describe("JobForm rows", () => {
   it("adds, fills and removes a script's args and env rows, and sends a list and an object", async () => {
-    render(<Harness kind="script" />);
-    const args = screen.getByRole("group", { name: "args" });
+    vi.stubGlobal("fetch", stubApi({ "GET /api/choices/code_roots": () => json([]) }).fetchMock);
+    renderPage(<Harness kind="script" />);
+    const args = screen.getByRole("group", { name: "arguments" });
     await userEvent.click(within(args).getByRole("button", { name: "+ add one" }));
-    await userEvent.type(screen.getByLabelText("args 1"), "--steps");
+    await userEvent.type(screen.getByLabelText("arguments 1"), "--steps");
     await userEvent.click(within(args).getByRole("button", { name: "+ add another" }));
-    await userEvent.type(screen.getByLabelText("args 2"), "20");
-    await userEvent.click(within(screen.getByRole("group", { name: "env" })).getByRole("button", { name: "+ add one" }));
-    await userEvent.type(screen.getByLabelText("env 1 name"), "SEED");
-    await userEvent.type(screen.getByLabelText("env 1 value"), "3");
+    await userEvent.type(screen.getByLabelText("arguments 2"), "20");
+    const env = screen.getByRole("group", { name: "environment variables" });
+    await userEvent.click(within(env).getByRole("button", { name: "+ add one" }));
+    await userEvent.type(screen.getByLabelText("environment variables 1 name"), "SEED");
+    await userEvent.type(screen.getByLabelText("environment variables 1 value"), "3");
     expect(config()).toMatchObject({ args: ["--steps", "20"], env: { SEED: "3" } });
     await userEvent.click(within(args).getAllByRole("button", { name: "remove" })[0]!);
     expect(config()).toMatchObject({ args: ["20"] });

@@ -77,3 +77,23 @@ export function loadLevel(fraction: number): "low" | "mid" | "high" {
 export function numberOrNull(value: unknown): number | null {
   return typeof value === "number" && Number.isFinite(value) ? value : null;
 }
+
+const SIZE_UNITS: [string, number][] = [
+  ["TiB", 1024 ** 4],
+  ["GiB", 1024 ** 3],
+  ["MiB", 1024 ** 2],
+  ["KiB", 1024],
+];
+
+/**
+ * Bytes as a size one would type, exact: "4 GiB", "1.5 GiB", "256 MiB"; the largest unit the
+ * value is a whole thousandth of (so the text reads back to the very bytes), else the bytes.
+ */
+export function sizeText(bytes: number): string {
+  for (const [unit, size] of SIZE_UNITS) {
+    const value = bytes / size;
+    if (value >= 1 && value < 10000 && Number.isInteger(Math.round(value * 1000)) && Math.round(value * 1000) === value * 1000)
+      return `${value} ${unit}`;
+  }
+  return String(bytes);
+}

@@ -8,12 +8,14 @@
  * `X | None` as an optional X; `int | "auto"` as a number that also takes the word; any other
  * union or free value as JSON; a discriminated union (oneOf/anyOf of objects sharing a `const`
  * property, Pydantic's `Field(discriminator=...)`) as a select whose choice shows that variant's
- * fields. Three keywords a kind may add (`json_schema_extra`): `x-applies-when: {field: [values]}`
+ * fields. Keywords a kind may add (`json_schema_extra`): `x-unit: "bytes"` shows and takes an
+ * integer as a size ("4 GiB"), `x-applies-when: {field: [values]}`
  * shows a field only while a sibling field holds one of the values, `x-advanced: true`
  * puts a field (or a whole nested object) under "advanced", and `x-choices: <source>` offers
  * what the data directory holds (GET /api/choices/{source}: "models", "datasets") as a pick
  * list for a text field, each with what one picks by (d_in, shape, size).
  */
+import { sizeText } from "./format";
 import { shapeOf, type FieldKind, type ValueKind } from "./schema/fieldKind";
 import { asList, hintOf, isObject, labelOf, numberOr, resolve, unwrapNullable, type Schema } from "./schema/nodes";
 import { discriminatedUnion, type Union } from "./schema/unions";
@@ -47,6 +49,8 @@ export interface FieldSpec {
   item?: ValueKind;
   /** words accepted besides a number (`int | "auto"`) */
   words?: string[];
+  /** `x-unit: bytes`: shown and typed as a size ("4 GiB"), sent as typed (the API reads it) */
+  unit?: "bytes";
   /** inclusive bounds, for the input's attributes */
   min?: number;
   max?: number;
@@ -76,8 +80,9 @@ function valueAt(source: unknown, path: string): unknown {
 }
 
 /** A config value as the field edits it: text, a checkbox, or rows. */
-export function asFieldValue(value: unknown, spec: Pick<FieldSpec, "kind" | "item">): FieldValue {
+export function asFieldValue(value: unknown, spec: Pick<FieldSpec, "kind" | "item" | "unit">): FieldValue {
   if (spec.kind === "bool") return value === true;
+  if (spec.unit === "bytes" && typeof value === "number") return sizeText(value);
   const text = (v: unknown): string => asText(v, spec.item ?? (spec.kind === "json" ? "json" : "text"));
   if (spec.kind === "list") return asList(value).map(text);
   if (spec.kind === "map") return isObject(value) ? Object.entries(value).map(([k, v]): Pair => [k, text(v)]) : [];
@@ -121,6 +126,7 @@ function fieldOf(name: string, node: Schema, root: Schema, defaults: unknown, pl
   const shape = shapeOf(schema, root);
   const given = valueAt(defaults, place.path);
   const spec: FieldSpec = { path: place.path, label: labelOf(name, node), kind: shape.kind, default: "" };
+  if ((node["x-unit"] ?? schema["x-unit"]) === "bytes" && shape.kind === "int") spec.unit = "bytes";
   spec.default = asFieldValue(given !== undefined ? given : schema["default"], spec);
   if (shape.item) spec.item = shape.item;
   if (shape.words) spec.words = shape.words;

@@ -21,6 +21,7 @@ import { useScheduling } from "../hooks/useScheduling";
 import { useSweepForm } from "../hooks/useSweepForm";
 import { batchSplitError, isActive, offerValues } from "../lib/jobForm";
 import { newJobBody } from "../lib/newJobBody";
+import { revealedErrors } from "../lib/revealErrors";
 import { allFields, type FieldValue } from "../lib/schemaForm";
 import { isSchedulingError, schedulingErrors } from "../lib/scheduling";
 import { startBlocker } from "../lib/startBlocker";
@@ -38,6 +39,10 @@ export function NewJob() {
   const kindInfo = useKind(kind);
   // null until typed: a follow-up's name ("eval of job 1") stands in until then
   const [typedName, setName] = useState<string | null>(null);
+  // the fields the user has changed, and whether "Start job" was pressed: the live estimate's
+  // messages wait for them (lib/revealErrors)
+  const [touched, setTouched] = useState<ReadonlySet<string>>(new Set());
+  const [attempted, setAttempted] = useState(false);
   const form = useJobFormValues(prefill.waiting ? undefined : kindInfo.data, prefill.config);
   const estimatesMemory = kindInfo.data?.estimates_memory ?? false;
   const choice = useDeviceChoice();
@@ -74,8 +79,16 @@ export function NewJob() {
   const taken = useMemo(() => new Map(conflict?.busy.map((b) => [deviceKey(b), b.held_by_job_id]) ?? []), [conflict]);
   const batchField = kindInfo.data?.batch_size_field;
   const splitError = batchSplitError(form.config, batchField, worldSize);
+  const shownEstimateErrors = revealedErrors(
+    placement.estimateErrors,
+    touched,
+    attempted,
+    fields.map((f) => f.path),
+  );
+  // messages the user has not been shown yet: "Start job" stays pressable and pressing it shows them
+  const unshown = Object.keys(placement.estimateErrors).length > Object.keys(shownEstimateErrors).length;
   const errors = {
-    ...placement.estimateErrors,
+    ...shownEstimateErrors,
     ...(splitError ? { [`config.${batchField}`]: splitError } : {}),
     ...submission.errors,
     ...sweep.errors.job,
@@ -86,11 +99,13 @@ export function NewJob() {
 
   const onField = (path: string, value: FieldValue) => {
     form.setField(path, value);
+    setTouched((before) => (before.has(`config.${path}`) ? before : new Set(before).add(`config.${path}`)));
     submission.clearError(`config.${path}`);
   };
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
+    setAttempted(true);
     if (blocker || !scheduling.valid) return; // the scheduling message is beside its field
     const body = newJobBody({
       kind,
@@ -170,12 +185,12 @@ export function NewJob() {
           ))}
           {submission.otherError && <p className="banner error">{submission.otherError}</p>}
           {sweep.otherError && <p className="banner error">{sweep.otherError}</p>}
-          {blocker && blocker !== placement.recommendation?.message && blocker !== nodesError && blocker !== sweepBlocker && (
+          {blocker && !unshown && blocker !== placement.recommendation?.message && blocker !== nodesError && blocker !== sweepBlocker && (
             <p className="muted small" data-testid="start-blocked">
               {blocker}
             </p>
           )}
-          <button type="submit" className="button primary wide" disabled={pending || blocker !== null} data-testid="submit">
+          <button type="submit" className="button primary wide" disabled={pending || (blocker !== null && !unshown)} data-testid="submit">
             {pending ? "Submitting…" : sweep.on ? `Start sweep · ${sweep.count} member${sweep.count === 1 ? "" : "s"}` : "Start job"}
           </button>
         </div>

@@ -34,6 +34,7 @@ class DataChoice:
     size_bytes: int
     d_in: int | None  # a model's hidden size; a float [N, d_in] file's row width
     detail: str
+    root: str | None = None  # a code root's .py file: the root it lies under
 
 
 def list_choices(data_dir: Path, source: str) -> list[DataChoice]:

@@ -2,6 +2,15 @@ import type { DataChoice } from "../../client/types";
 import { useChoices } from "../../hooks/queries";
 import { formatBytes } from "../../lib/format";
 
+const NO_CODE = "no .py file under the code roots, or none is configured (an admin sets GPUDECK_SCRIPT_CODE_ROOTS)";
+
+/** Where the choices lie: "<data_dir>/models", or the code roots by name ("the code root /srv/code"). */
+function placeOf(source: string, choices: DataChoice[]): string {
+  if (source !== "code_roots") return `<data_dir>/${source}`;
+  const roots = [...new Set(choices.flatMap((c) => (c.root ? [c.root] : [])))];
+  return `the code root${roots.length === 1 ? "" : "s"} ${roots.join(", ")}`;
+}
+
 /** What one picks a data-directory item by: its detail, d_in and size on disk. */
 export function describeChoice(choice: DataChoice): string {
   return [choice.detail, choice.d_in !== null ? `d_in ${choice.d_in}` : null, formatBytes(choice.size_bytes)].filter(Boolean).join(" · ");
@@ -15,14 +24,17 @@ export function describeChoice(choice: DataChoice): string {
 export function ChoiceList({ id, source, value, choices }: { id: string; source: string; value: string; choices?: DataChoice[] }) {
   if (choices === undefined) return null;
   const chosen = choices.find((c) => c.value === value);
+  const where = placeOf(source, choices);
   const note =
     choices.length === 0
-      ? `nothing under <data_dir>/${source} yet`
+      ? source === "code_roots"
+        ? NO_CODE
+        : `nothing under ${where} yet`
       : chosen
         ? describeChoice(chosen)
         : value.trim() !== ""
-          ? `not one of the ${choices.length} under <data_dir>/${source}: pick from the list`
-          : `${choices.length} under <data_dir>/${source}: pick from the list`;
+          ? `not one of the ${choices.length} under ${where}: pick from the list`
+          : `${choices.length} under ${where}: pick from the list`;
   return (
     <>
       <datalist id={id}>

@@ -1,3 +1,4 @@
+import { sizeText } from "../../lib/format";
 import type { FieldSpec, FieldValue } from "../../lib/schemaForm";
 import { PickList } from "./Choices";
 import { ListRows, MapRows } from "./RowsField";
@@ -60,7 +61,7 @@ function Control({ spec, value, error, onChange, disabled, id, described }: Prop
       name={spec.path}
       type="text"
       disabled={disabled}
-      inputMode={numeric && !spec.words ? (spec.kind === "int" ? "numeric" : "decimal") : "text"}
+      inputMode={numeric && !spec.words && !spec.unit ? (spec.kind === "int" ? "numeric" : "decimal") : "text"}
       placeholder={placeholderOf(spec)}
       value={String(value)}
       aria-invalid={error ? true : undefined}
@@ -78,9 +79,16 @@ function Control({ spec, value, error, onChange, disabled, id, described }: Prop
 const readable = (bound: number | undefined): number | undefined =>
   bound !== undefined && Math.abs(bound) < Number.MAX_SAFE_INTEGER ? bound : undefined;
 
+const SIZE_HINT = "a size: 4 GiB, 512 MiB, or bytes";
+
 export function boundsText(spec: FieldSpec): string | null {
   const words = spec.words?.length ? ` or ${spec.words.join(", ")}` : "";
   const [min, max] = [readable(spec.min), readable(spec.max)];
+  if (spec.unit === "bytes") {
+    // a size's bounds as sizes: "≥ 512 MiB", not "≥ 536870912"
+    const limits = [min ? `≥ ${sizeText(min)}` : null, max !== undefined ? `≤ ${sizeText(max)}` : null];
+    return [SIZE_HINT, ...limits].filter(Boolean).join(", ");
+  }
   if (min === undefined && max === undefined) return words ? `a number${words}` : null;
   const each = spec.kind === "list" ? "each " : "";
   if (max === undefined) return `${each}≥ ${min}${words}`;
