@@ -146,6 +146,7 @@ export function NewJob() {
               error={placement.estimateError}
               fieldsInvalid={Object.keys(placement.estimateErrors).length > 0}
               freeBytes={choice.freeBytes}
+              unfinished={unshown}
             />
           )}
           <DevicePicker

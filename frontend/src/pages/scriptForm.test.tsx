@@ -91,11 +91,14 @@ describe("the script form", () => {
     await waitFor(() => expect(api.requests.some((r) => r.path === "/api/estimate")).toBe(true));
     expect(screen.queryByTestId("error-config")).toBeNull();
     expect(screen.queryByTestId("start-blocked")).toBeNull();
+    expect(screen.queryByTestId("estimate-error")).toBeNull();
+    expect(screen.getByTestId("estimate-waiting")).toHaveTextContent("No estimate until the form is filled in.");
     // nothing shown is wrong: Start can be pressed, and pressing it shows what is
     const start = screen.getByTestId("submit");
     expect(start).toBeEnabled();
     await userEvent.click(start);
     expect(await screen.findByTestId("error-config")).toHaveTextContent("give exactly one of entrypoint and module");
+    expect(screen.getByTestId("estimate-error")).toHaveTextContent("No estimate: fix the fields marked in the form.");
     expect(api.requests.some((r) => r.method === "POST" && r.path === "/api/jobs")).toBe(false);
   });
 

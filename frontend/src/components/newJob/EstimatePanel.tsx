@@ -8,6 +8,8 @@ interface Props {
   fieldsInvalid: boolean;
   /** the least free memory among the selected devices, if any are selected */
   freeBytes: number | null;
+  /** the form has messages the user has not been shown yet (nothing typed): no red here either */
+  unfinished?: boolean;
 }
 
 /** What the job should show, read from its config by its kind (an SAE's expected L0), and
@@ -38,7 +40,7 @@ function Expectations({ items }: { items: Estimate["expectations"] }) {
 
 /** "Memory per device": the estimate's breakdown, or why there is none; then what the job
  * should show (its kind's expectations). */
-export function EstimatePanel({ estimate, error, fieldsInvalid, freeBytes }: Props) {
+export function EstimatePanel({ estimate, error, fieldsInvalid, freeBytes, unfinished = false }: Props) {
   return (
     <section className="card">
       <h2>Memory per device</h2>
@@ -47,6 +49,10 @@ export function EstimatePanel({ estimate, error, fieldsInvalid, freeBytes }: Pro
           <MemoryBreakdown estimate={estimate} freeBytes={freeBytes} />
           <Expectations items={estimate.expectations} />
         </>
+      ) : error && unfinished ? (
+        <p className="muted" data-testid="estimate-waiting">
+          No estimate until the form is filled in.
+        </p>
       ) : error ? (
         <p className="field-error" data-testid="estimate-error">
           No estimate: {fieldsInvalid ? "fix the fields marked in the form." : error.message}
