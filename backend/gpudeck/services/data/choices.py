@@ -47,7 +47,7 @@ def list_choices(data_dir: Path, source: str) -> list[DataChoice]:
     return sorted(found, key=lambda c: c.value)[:MAX_ITEMS]
 
 
-def _walk(root: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
+def walk_tree(root: Path) -> Iterator[tuple[Path, list[str], list[str]]]:
     """Directories under `root` (no links, no dot names), at most MAX_DEPTH deep; a caller may
     prune `dirs` in place."""
     for top, dirs, files in os.walk(root, followlinks=False):
@@ -69,7 +69,7 @@ def _size(directory: Path) -> int:
 
 def _models(root: Path) -> list[DataChoice]:
     found: list[DataChoice] = []
-    for here, dirs, files in _walk(root):
+    for here, dirs, files in walk_tree(root):
         if "config.json" not in files or len(found) >= MAX_ITEMS:
             continue
         dirs.clear()  # a model's subfolders are its own
@@ -98,7 +98,7 @@ def _first_int(config: dict[str, Any], keys: tuple[str, ...]) -> int | None:
 
 def _datasets(root: Path) -> list[DataChoice]:
     found: list[DataChoice] = []
-    for here, _, files in _walk(root):
+    for here, _, files in walk_tree(root):
         for name in files:
             path = here / name
             if not name.endswith(DATA_SUFFIXES) or _CHUNK.match(name) or path.is_symlink():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpudeck.services.data.choices import MAX_ITEMS, DataChoice, _walk
+from gpudeck.services.data.choices import MAX_ITEMS, DataChoice, walk_tree
 
 
 def list_code(roots: list[Path]) -> list[DataChoice]:
@@ -14,7 +14,7 @@ def list_code(roots: list[Path]) -> list[DataChoice]:
     for root in roots:
         if not root.is_dir():
             continue
-        for here, _, files in _walk(root):
+        for here, _, files in walk_tree(root):
             for name in files:
                 path = here / name
                 if not name.endswith(".py") or path.is_symlink():
