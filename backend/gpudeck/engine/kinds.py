@@ -132,12 +132,12 @@ class Expectation:
 class Series:
     metric: str  # a key of the metrics the kind reports with ctx.report
     label: str
-    # A config field that turns this figure on (sae_eval's loss_recovered): where the job's
-    # config has it off (absent, null, false or type "off"), the job page says "not measured:
-    # turn on <field>" instead of a dash that reads as a failure.
+    # A config field that turns this figure on (an evaluation's optional measure): where the
+    # job's config has it off (absent, null, false or type "off"), the job page says "not
+    # measured: turn on <field>" instead of a dash that reads as a failure.
     needs: str = ""
-    # A metric holding the steps this figure is counted over (an SAE's dead count: the last
-    # 1,000 steps, or fewer on a shorter run), shown beside its value.
+    # A metric holding the steps this figure is counted over (a count over the last 1,000
+    # steps, or fewer on a shorter run), shown beside its value.
     window_metric: str = ""
 
 

@@ -22,7 +22,7 @@ from pydantic import (
 GIB = 1024**3
 _MODULE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SIZE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]i?B|B)?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]i?B|B)\s*$", re.IGNORECASE)
 _UNIT_BYTES = {
     "b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -32,14 +32,18 @@ Arg = Annotated[str, StringConstraints(max_length=4096)]
 
 
 def read_size(value: object) -> object:
-    """A size as text ('4 GiB', '512MiB', '1.5 GB', '4294967296') in bytes; anything else is
-    left to the int check. The form shows memory so and the CLI's --config may write it so."""
+    """A size as text with its unit ('4 GiB', '512MiB', '1.5 GB') in bytes; anything else is
+    left to the int check. The form shows memory so and the CLI's --config may write it so.
+    Text without a unit ('16') is refused: a number of bytes is a number, as every kind's
+    strict fields take it (tests/services/submit/test_checks.py)."""
     if not isinstance(value, str):
         return value
     match = _SIZE.match(value)
     if match is None:
-        raise ValueError(f"{value!r} is not a size: bytes, or a number and a unit (4 GiB, 512 MiB)")
-    return round(float(match["n"]) * _UNIT_BYTES[(match["unit"] or "b").lower()])
+        raise ValueError(
+            f"{value!r} is not a size: a number of bytes, or text with a unit (4 GiB, 512 MiB)"
+        )
+    return round(float(match["n"]) * _UNIT_BYTES[match["unit"].lower()])
 
 
 # Bytes, given as a number or as text with a unit; `x-unit` has the form show and take units.

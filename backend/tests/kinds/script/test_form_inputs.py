@@ -31,7 +31,7 @@ def submit(api: TestClient, **config: Any) -> Any:
 @pytest.mark.parametrize(
     ("typed", "bytes_"),
     [("4 GiB", 4 * GIB), ("256MiB", 256 * 1024**2), ("1.5 gib", 3 * GIB // 2), ("2 GB", 2 * 10**9),
-     ("1073741824", GIB), (GIB, GIB)],
+     ("1073741824 B", GIB), (GIB, GIB)],
 )  # fmt: skip
 def test_memory_is_taken_with_a_unit_and_kept_in_bytes(
     api: TestClient, typed: str | int, bytes_: int
@@ -45,12 +45,16 @@ def test_memory_is_taken_with_a_unit_and_kept_in_bytes(
     api.post(f"/api/jobs/{job['id']}/cancel")
 
 
-def test_a_size_that_does_not_read_is_refused_saying_how_to_write_one(api: TestClient) -> None:
-    answer = submit(api, memory_per_device_bytes="4 gigs")
+@pytest.mark.parametrize("typed", ["4 gigs", "1073741824"])  # text without a unit is no size
+def test_a_size_that_does_not_read_is_refused_saying_how_to_write_one(
+    api: TestClient, typed: str
+) -> None:
+    answer = submit(api, memory_per_device_bytes=typed)
     assert answer.status_code == 422
     [error] = answer.json()["detail"]
     assert error["loc"][-1] == "memory_per_device_bytes"
-    assert "'4 gigs' is not a size: bytes, or a number and a unit (4 GiB, 512 MiB)" in error["msg"]
+    expected = f"{typed!r} is not a size: a number of bytes, or text with a unit (4 GiB, 512 MiB)"
+    assert expected in error["msg"]
     low = submit(api, host_memory_bytes="100 MiB")  # under the 512 MiB floor, as bytes
     assert low.status_code == 422 and low.json()["detail"][0]["loc"][-1] == "host_memory_bytes"
 
