@@ -64,7 +64,12 @@ def test_resume_continues_from_the_newest_checkpoint(
     resumed = response.json()
     assert resumed["resume_from_job_id"] == first
     assert [d["index"] for d in resumed["devices"]] == [0, 1]  # the same devices, now free
-    time.sleep(1.0)
+    # Cancelled once its first metrics are stored (a fixed second was too short for a loaded
+    # machine's start, and the curve was then empty).
+    deadline = time.monotonic() + 120
+    while not api.get(f"/api/jobs/{resumed['id']}/metrics").json()["items"]:
+        assert time.monotonic() < deadline, "the resumed job reported no metrics"
+        time.sleep(0.1)
     api.post(f"/api/jobs/{resumed['id']}/cancel")
     wait_status(api, resumed["id"], TERMINAL)
     metrics = api.get(f"/api/jobs/{resumed['id']}/metrics").json()["items"]
