@@ -21,4 +21,8 @@ describe("the live estimate's messages wait for the user", () => {
   it("shows everything once the user tries to submit", () => {
     expect(revealedErrors(ONE_OF, new Set(), true, PATHS)).toEqual(ONE_OF);
   });
+  it("shows at once what the form's own choices make impossible (a count its node cannot place)", () => {
+    const errors = { count: "9 devices requested but the node has 4", "config.d_in": "must be at least 1" };
+    expect(revealedErrors(errors, new Set(), false, PATHS)).toEqual({ count: errors.count });
+  });
 });

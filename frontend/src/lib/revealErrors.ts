@@ -1,7 +1,7 @@
 /**
  * Which of the live estimate's messages the form shows. The estimate checks the config as it is
  * typed, so an untouched form already has messages ("give exactly one of entrypoint and module"
- * before anything is typed): a field's message waits until that field is touched, a message
+ * before anything is typed): a config field's message waits until that field is touched, a message
  * about the whole config (`config`) until a field it names is touched (or any field, when it
  * names none), and every message shows once the user tries to submit.
  */
@@ -13,7 +13,11 @@ export function revealedErrors(
   paths: readonly string[],
 ): Record<string, string> {
   if (attempted) return errors;
-  const shown = ([key, message]: [string, string]) => (key === "config" ? wholeShown(message, touched, paths) : touched.has(key));
+  const shown = ([key, message]: [string, string]) => {
+    // what the form's own choices make impossible (a count its node cannot place) shows at once
+    if (key !== "config" && !key.startsWith("config.")) return true;
+    return key === "config" ? wholeShown(message, touched, paths) : touched.has(key);
+  };
   return Object.fromEntries(Object.entries(errors).filter(shown));
 }
 

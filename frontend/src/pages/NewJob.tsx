@@ -85,14 +85,19 @@ export function NewJob() {
     attempted,
     fields.map((f) => f.path),
   );
-  // messages the user has not been shown yet: "Start job" stays pressable and pressing it shows them
-  const unshown = Object.keys(placement.estimateErrors).length > Object.keys(shownEstimateErrors).length;
   const errors = {
     ...shownEstimateErrors,
     ...(splitError ? { [`config.${batchField}`]: splitError } : {}),
     ...submission.errors,
     ...sweep.errors.job,
   };
+  // messages the user has not been shown yet: when they are what blocks "Start job" (no estimate,
+  // so no recommendation), it stays pressable and pressing it shows them; a recommendation's own
+  // refusal (a count the node cannot place) still blocks it
+  const unshown =
+    Object.keys(placement.estimateErrors).some((key) => !(key in errors)) &&
+    !placement.recommendation &&
+    Boolean(placement.recommendationUnavailable);
   const canWait = scheduling.body.queue !== false;
   const sweepBlocker = sweep.on ? sweep.blocker : null;
   const blocker = nodesError ?? sweepBlocker ?? startBlocker({ selected: choice.selectedDevices, taken, canWait, count, ...placement });
