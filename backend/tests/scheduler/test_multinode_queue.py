@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from harness import register_devices
+from multinode_cases import on, placed, register_three_nodes, submit
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session
 
@@ -19,14 +19,10 @@ from gpudeck.core.config import Settings
 from gpudeck.models import Job, JobNode, JobStatus
 from gpudeck.scheduler.duties import Context, schedule_queue
 from gpudeck.scheduler.service import Scheduler
-from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services.jobs import cancel
 from gpudeck.services.queue import actions as queue_actions
 from gpudeck.services.queue import passes
 from gpudeck.services.runs import lifecycle as runs
-from gpudeck.services.submit import submission
-
-SAE = {"steps": 10, "batch_size": 96}  # splits over 1, 2, 3 or 4 devices
 
 
 @pytest.fixture
@@ -40,34 +36,7 @@ def ctx(settings: Settings, redis_client: redis.Redis) -> Iterator[Context]:
 
 @pytest.fixture
 def nodes(db: Session) -> None:
-    """alpha and beta with two devices each, gamma with four."""
-    register_devices(db, "2x80GiB", node="alpha")
-    register_devices(db, "2x80GiB", node="beta")
-    register_devices(db, "4x80GiB", node="gamma")
-
-
-def submit(db: Session, **body: object) -> Job:
-    spec = JobCreate.model_validate({"kind": "sae", "config": SAE, **body})
-    job = submission.create_job(db, spec, owner="tester")
-    db.commit()
-    return job
-
-
-def on(*refs: tuple[str, int]) -> list[dict[str, object]]:
-    return [{"node": node, "index": index} for node, index in refs]
-
-
-def placed(db: Session, job_id: int) -> list[tuple[int, str, int]]:
-    """(rank, node, index) of the job's live allocations."""
-    rows = db.execute(
-        text(
-            "SELECT rank, node, gpu_index FROM allocations WHERE job_id = :j "
-            "AND released_at IS NULL ORDER BY rank"
-        ),
-        {"j": job_id},
-    ).all()
-    db.rollback()
-    return [(r, n, i) for r, n, i in rows]
+    register_three_nodes(db)
 
 
 def end(db: Session, job: Job) -> None:

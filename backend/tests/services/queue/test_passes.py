@@ -11,52 +11,23 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from harness import make_job, register_devices
+from harness import make_job
+from multinode_cases import on, placed, register_three_nodes, submit
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Job, JobStatus
-from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services.jobs import cancel
 from gpudeck.services.queue import actions as queue_actions
 from gpudeck.services.queue import passes
 from gpudeck.services.queue.plan import Info, Plan, Start
-from gpudeck.services.submit import submission
 
-SAE = {"steps": 10, "batch_size": 96}  # splits over 1, 2, 3 or 4 devices
 DAY_S = 86400
 
 
 @pytest.fixture
 def nodes(db: Session) -> None:
-    """alpha and beta with two devices each, gamma with four."""
-    register_devices(db, "2x80GiB", node="alpha")
-    register_devices(db, "2x80GiB", node="beta")
-    register_devices(db, "4x80GiB", node="gamma")
-
-
-def submit(db: Session, **body: object) -> Job:
-    spec = JobCreate.model_validate({"kind": "sae", "config": SAE, **body})
-    job = submission.create_job(db, spec, owner="tester")
-    db.commit()
-    return job
-
-
-def on(*refs: tuple[str, int]) -> list[dict[str, object]]:
-    return [{"node": node, "index": index} for node, index in refs]
-
-
-def placed(db: Session, job_id: int) -> list[tuple[int, str, int]]:
-    """(rank, node, index) of the job's live allocations."""
-    rows = db.execute(
-        text(
-            "SELECT rank, node, gpu_index FROM allocations WHERE job_id = :j "
-            "AND released_at IS NULL ORDER BY rank"
-        ),
-        {"j": job_id},
-    ).all()
-    db.rollback()
-    return [(r, n, i) for r, n, i in rows]
+    register_three_nodes(db)
 
 
 def test_a_start_that_lost_a_race_reserves_nothing_of_the_job(db: Session, nodes: None) -> None:
