@@ -91,6 +91,10 @@ class Settings(BaseSettings):
     # submits shares one); a freed device, hold, release or priority change wakes it at once.
     scheduler_arrival_gap_s: float = Field(default=0.2, ge=0, le=10)
     keep_checkpoints: int = Field(default=3, ge=1, le=1000)
+    # Slurm clusters (docs/slurm.md): every poll costs each cluster one squeue and at most one
+    # sacct whatever the number of jobs; a command past its timeout reads as "did not answer".
+    slurm_poll_s: float = Field(default=5.0, ge=0.2, le=600)
+    slurm_command_timeout_s: float = Field(default=30.0, gt=0, le=600)
     # The stored copy of each rank's log, which the API serves when the rank ran on another
     # machine (services/jobs/rank_logs.py): its start and its newest output, this much in all.
     log_store_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024, le=GIB)

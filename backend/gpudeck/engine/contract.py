@@ -29,10 +29,12 @@ CUDA_ALLOC_CONF = "expandable_segments:True"
 @dataclass(frozen=True)
 class EventsTarget:
     """Where a job's ranks publish events: a Redis stream, or without one the run dir's
-    events.jsonl."""
+    events.jsonl (`per_rank_file`: events.<rank>.jsonl, one writer each, for a run dir on a
+    shared filesystem where appends from several hosts are not atomic, e.g. NFS)."""
 
     redis_url: str | None = None
     stream: str = ""
+    per_rank_file: bool = False
 
 
 @dataclass(frozen=True)

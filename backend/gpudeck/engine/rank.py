@@ -40,11 +40,12 @@ COLLECTIVE_TIMEOUT = timedelta(minutes=10)  # a peer that died is noticed after 
 TEARDOWN_TIMEOUT_S = 30.0
 
 
-def _open_sink(launch: JobLaunch) -> EventSink:
-    target = launch.events
+def _open_sink(place: RankPlace) -> EventSink:
+    launch, target = place.launch, place.launch.events
     if target.redis_url:
         return RedisSink(target.redis_url, target.stream or f"gpudeck:job:{launch.job_id}:events")
-    return JsonlSink(Path(launch.run_dir) / "events.jsonl")
+    name = f"events.{place.rank}.jsonl" if target.per_rank_file else "events.jsonl"
+    return JsonlSink(Path(launch.run_dir) / name)
 
 
 def _device(device_type: str) -> torch.device:
@@ -136,11 +137,14 @@ def run_rank(place: RankPlace, store_socket: socket.socket | None = None) -> Non
     spec = place.launch
     stop_flag = StopFlag()
     signal.signal(signal.SIGTERM, stop_flag.set)  # cancel: finish the step, checkpoint, return
+    # Slurm's way of saying the same (the batch shell passes it on: the time limit's warning,
+    # or GPUDeck's cancel): SIGTERM there comes from Slurm's own kill, seconds before SIGKILL.
+    signal.signal(signal.SIGUSR1, stop_flag.set)
     torch.set_num_threads(spec.num_threads or 1)
     rank = place.rank
     sink: EventSink | None = None
     try:
-        sink = _open_sink(spec)
+        sink = _open_sink(place)
         kind = kinds.get_kind(spec.kind)
         if kind is None:
             refused = kinds.refused_kinds().get(spec.kind)

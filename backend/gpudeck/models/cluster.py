@@ -35,5 +35,8 @@ class Cluster(Base):
     ssh_host: Mapped[str | None] = mapped_column(String(255))
     # The slurm.conf the commands read (SLURM_CONF); None: the host's default.
     slurm_conf: Mapped[str | None] = mapped_column(Text)
+    # The Python the compute nodes start ranks with (GPUDeck installed in it, on the shared
+    # filesystem); None: the interpreter GPUDeck itself runs in, at the same path.
+    python: Mapped[str | None] = mapped_column(Text)
     created_by: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -18,12 +18,14 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from gpudeck.core.db import Base
 from gpudeck.models.allocation import Allocation
+from gpudeck.models.cluster import Cluster
 
 
 class JobStatus(enum.StrEnum):
@@ -54,6 +56,13 @@ class Job(Base):
         CheckConstraint(f"status IN ({_STATUSES})", name="ck_jobs_status"),
         Index("ix_jobs_status_created", "status", "created_at"),
         Index("ix_jobs_tags", "tags", postgresql_using="gin"),
+        Index(
+            "ix_jobs_cluster_live",
+            "cluster_id",
+            postgresql_where=text(
+                "cluster_id IS NOT NULL AND status IN ('queued', 'starting', 'running')"
+            ),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -115,12 +124,23 @@ class Job(Base):
     # Free text its owner writes on it (services.jobs.labels): tags to find it by ("baseline"),
     # notes to say why it ran. Searched by the jobs list; no part of its config.
     tags: Mapped[list[str]] = mapped_column(JSONB, server_default="[]")
+    # Where it runs when not on GPUDeck's own nodes (docs/slurm.md): the cluster, Slurm's id
+    # for it ("123", or "123_4" for a sweep member run as an array task) once submitted, and
+    # Slurm's last word on it (state, pending reason, nodes, or why Slurm did not answer).
+    cluster_id: Mapped[int | None] = mapped_column(ForeignKey("clusters.id", ondelete="RESTRICT"))
+    slurm_job_id: Mapped[str | None] = mapped_column(String(32))
+    slurm: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     notes: Mapped[str] = mapped_column(Text, server_default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     allocations: Mapped[list[Allocation]] = relationship(order_by=Allocation.rank, lazy="selectin")
+    cluster: Mapped[Cluster | None] = relationship(lazy="selectin")
+
+    @property
+    def cluster_name(self) -> str | None:
+        return self.cluster.name if self.cluster is not None else None
 
     @property
     def progress(self) -> JobProgress:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
 from gpudeck.scheduler.contact import Contact
+from gpudeck.scheduler.slurm_pass import SlurmExecutor
 from gpudeck.services.placement.live_memory import live_memory_or_none
 from gpudeck.services.queue import dispatch, passes
 from gpudeck.services.queue import summary as queue_summary
@@ -146,9 +147,11 @@ def stop_hopeless_members(ctx: Context) -> list[int]:
 
 
 def default_duties(settings: Settings) -> list[Duty]:
+    slurm = SlurmExecutor()
     return [
         Duty("reap lost jobs", max(0.5, settings.heartbeat_interval_s / 2), reap_lost_jobs),
         Duty("re-dispatch queued jobs", 1.0, redispatch_jobs),
         Duty("stop hopeless sweep members", 1.0, stop_hopeless_members),
         Duty("schedule the queue", settings.scheduler_interval_s, schedule_queue, on_wake=True),
+        Duty("follow the Slurm clusters", settings.slurm_poll_s, slurm.kick),
     ]

@@ -47,6 +47,11 @@ class ClusterCreate(BaseModel):
         default=None,
         description="the slurm.conf the commands read (SLURM_CONF); null: the host's",
     )
+    python: AbsolutePath | None = Field(
+        default=None,
+        description="the Python with GPUDeck installed that compute nodes start ranks with "
+        "(on the shared filesystem); null: the one GPUDeck runs in, at the same path",
+    )
 
 
 class ClusterPublic(BaseModel):
@@ -60,6 +65,7 @@ class ClusterPublic(BaseModel):
     shared_dir: str
     access: str
     slurm_conf: str | None
+    python: str | None
     created_by: str
     created_at: datetime
 

@@ -16,6 +16,7 @@ from pydantic import (
 
 from gpudeck.models import JobStatus
 from gpudeck.schemas.advice import advise, host_advice, time_advice
+from gpudeck.schemas.clusters import ClusterName, SlurmName
 from gpudeck.schemas.failure import failed_rank, failure_cause
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._:-]*$"
@@ -71,6 +72,14 @@ class JobCreate(BaseModel):
         le=64,
         description="for count: exactly this many devices on each node (it must divide count)",
     )
+    cluster: ClusterName | None = Field(
+        default=None,
+        description="run on this Slurm cluster (GET /api/clusters) instead of GPUDeck's own "
+        "nodes; Slurm places it: give a count (and nodes or devices_per_node across nodes)",
+    )
+    partition: SlurmName | None = Field(
+        default=None, description="for cluster: one of its partitions (default: its first)"
+    )
     name: str | None = Field(default=None, min_length=1, max_length=128, pattern=NAME_PATTERN)
     force: bool = Field(default=False, description="skip the free-memory check")
     queue: bool = Field(
@@ -111,6 +120,10 @@ class JobCreate(BaseModel):
     def _devices_or_count(self) -> JobCreate:
         if (self.devices is None) == (self.count is None):
             raise ValueError("give exactly one of devices or count")
+        if self.cluster is not None and (self.devices is not None or self.node is not None):
+            raise ValueError("a job on a cluster takes a count: Slurm chooses its nodes")
+        if self.partition is not None and self.cluster is None:
+            raise ValueError("partition goes with cluster")
         return self
 
     @property
@@ -210,6 +223,22 @@ class RankMemory(BaseModel):
     )
 
 
+class SlurmView(BaseModel):
+    """A job on a Slurm cluster as the executor's last poll read it."""
+
+    partition: str | None = None
+    nodes_requested: int | None = None
+    state: str | None = Field(default=None, description="Slurm's own word (PENDING, RUNNING, ...)")
+    reason_code: str | None = None
+    reason: str | None = Field(
+        default=None, description="why it waits, or why its state is unknown (Slurm silent)"
+    )
+    nodes: str | None = Field(default=None, description="Slurm's node list, e.g. n[1-2]")
+    unknown: bool = Field(default=False, description="Slurm did not answer the last poll")
+    polled_at: datetime | None = None
+    attempts: int = Field(default=0, description="starts on Slurm (a requeue starts it again)")
+
+
 class JobPublic(BaseModel):
     # A `models.Job` as the API shows it: `JobPublic.model_validate(job)`.
 
@@ -254,6 +283,17 @@ class JobPublic(BaseModel):
     held: bool
     tags: list[str] = Field(default_factory=list, description="its owner's tags, in order")
     notes: str = Field(default="", description="its owner's notes: why it ran, what it showed")
+    cluster: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("cluster_name", "cluster"),
+        description="the Slurm cluster it runs on; null: GPUDeck's own nodes",
+    )
+    slurm_job_id: str | None = Field(
+        default=None, description='Slurm\'s id for it once submitted ("123", "123_4")'
+    )
+    slurm: SlurmView | None = Field(
+        default=None, description="Slurm's last word on it, as the executor's poll read it"
+    )
     latest_metrics: dict[str, float] = Field(
         default_factory=dict,
         description="the newest value of every metric it reported (its kind's summary_metrics "

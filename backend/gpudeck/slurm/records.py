@@ -154,6 +154,28 @@ class PartitionInfo:
     nodes: str | None  # Slurm's node list, e.g. n[1-2]
     max_time: str | None  # as Slurm prints it (UNLIMITED, 1-00:00:00); None where unset
 
+    @property
+    def max_time_s(self) -> int | None:
+        """The partition's time limit in seconds; None when unlimited or unset."""
+        return None if self.max_time is None else slurm_seconds(self.max_time)
+
+
+def slurm_seconds(text: str) -> int | None:
+    """A Slurm time ("UNLIMITED", "2-12", "1-00:00:00", "01:30:00", "30:00" = MM:SS, "45" =
+    minutes) in seconds; None for unlimited or infinite."""
+    if text.upper() in ("UNLIMITED", "INFINITE", "NONE", ""):
+        return None
+    days, _, clock = text.rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    if days:  # D-HH, D-HH:MM, D-HH:MM:SS
+        hours, minutes, seconds = [*parts, 0, 0][:3]
+        return ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
+    if len(parts) == 3:
+        return (parts[0] * 60 + parts[1]) * 60 + parts[2]
+    if len(parts) == 2:
+        return parts[0] * 60 + parts[1]
+    return parts[0] * 60
+
 
 def parse_partitions(stdout: str) -> list[PartitionInfo]:
     """`scontrol -o show partition`: one partition a line."""

@@ -59,6 +59,9 @@ class BatchSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     array: ArraySpec | None = None
     held: bool = False  # queued held: it starts once released (`scontrol release`)
+    # Each rank's output to <rank_logs>/rank<global rank>.log (srun's %t), where GPUDeck ships
+    # it from; None: all ranks into the batch output.
+    rank_logs: PurePosixPath | None = None
 
     def __post_init__(self) -> None:
         if not self.argv:
@@ -71,8 +74,10 @@ class BatchSpec:
             value = getattr(self, name)
             if value is not None and not _NAME.fullmatch(value):
                 raise ValueError(f"{name} {value!r} is not a Slurm name")
-        if not _PATH.fullmatch(str(self.output_dir)):
-            raise ValueError(f"output_dir must be an absolute plain path, not {self.output_dir}")
+        for name in ("output_dir", "rank_logs"):
+            path = getattr(self, name)
+            if path is not None and not _PATH.fullmatch(str(path)):
+                raise ValueError(f"{name} must be an absolute plain path, not {path}")
         for key in self.env:
             if not _ENV_NAME.fullmatch(key):
                 raise ValueError(f"{key!r} is not an environment variable name")
@@ -89,8 +94,11 @@ def render(spec: BatchSpec) -> str:
     lines += [f"export {key}={shlex.quote(value)}" for key, value in sorted(exports.items())]
     if spec.array is not None:
         lines.append(f"export GPUDECK_MEMBER_INDEX=$(({spec.array.offset} + SLURM_ARRAY_TASK_ID))")
+    srun = ["srun", "--kill-on-bad-exit=1"]
+    if spec.rank_logs is not None:
+        srun.append(f"--output={spec.rank_logs / 'rank%t.log'}")
     lines += [
-        f"srun --kill-on-bad-exit=1 {shlex.join(spec.argv)} &",
+        f"{shlex.join([*srun, *spec.argv])} &",
         "ranks=$!",
         "# USR1 reaches this shell before the time limit (--signal=B:) and on GPUDeck's cancel",
         "# (scancel --batch --signal=USR1): every rank gets it, for a final checkpoint.",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, func, update
+from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Job, JobStatus
@@ -17,10 +17,12 @@ from gpudeck.services.jobs import state as job_state
 
 def cancel_job(session: Session, job_id: int) -> Job:
     """A queued job is cancelled at once; a starting or running one is asked to stop, and its
-    worker finishes the transition after the final checkpoint."""
+    worker finishes the transition after the final checkpoint. A job already handed to Slurm
+    is asked too, even while Slurm keeps it pending: it is `cancelled` once Slurm has ended it
+    (scancel), never while Slurm might still start it."""
     job = job_state.lock_job(session, job_id)
     status = JobStatus(job.status)
-    if status is JobStatus.queued:
+    if status is JobStatus.queued and job.slurm_job_id is None:
         return job_state.transition(session, job_id, JobStatus.cancelled)
     if status in job_state.TERMINAL:
         raise InvalidTransition(job_id, status, JobStatus.cancelled)
@@ -45,8 +47,12 @@ def cancel_jobs(session: Session, *where: ColumnElement[bool]) -> Cancelled:
     one (job_state.cancel_queued), the starting and running ones asked to stop in another
     (their workers stop them after a final checkpoint, as a single cancel's)."""
     locked = job_state.lock_jobs(session, *where)
-    waiting = [j for j, status in locked.items() if status is JobStatus.queued]
-    active = [j for j, status in locked.items() if status is not JobStatus.queued]
+    queued = [j for j, status in locked.items() if status is JobStatus.queued]
+    in_slurm = set(
+        session.scalars(select(Job.id).where(Job.id.in_(queued), Job.slurm_job_id.is_not(None)))
+    )
+    waiting = [j for j in queued if j not in in_slurm]
+    active = [j for j, status in locked.items() if status is not JobStatus.queued or j in in_slurm]
     ended = job_state.cancel_queued(session, waiting)
     if active:
         session.execute(

@@ -35,8 +35,9 @@ def has_live_allocation() -> ColumnElement[bool]:
 
 
 def is_waiting() -> ColumnElement[bool]:
-    """Queued and holding nothing: the scheduler's to place."""
-    return and_(Job.status == JobStatus.queued, ~has_live_allocation())
+    """Queued for GPUDeck's own nodes and holding nothing: the scheduler's to place (a job on
+    a Slurm cluster is Slurm's to place: services/executors)."""
+    return and_(Job.status == JobStatus.queued, Job.cluster_id.is_(None), ~has_live_allocation())
 
 
 _NODES = bindparam("nodes", type_=ARRAY(String))

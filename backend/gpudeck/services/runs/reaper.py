@@ -32,6 +32,7 @@ def reap_lost(
         select(Job.id)
         .where(
             Job.status.in_(list(ACTIVE)),
+            Job.cluster_id.is_(None),  # Slurm's jobs live as long as Slurm says (no worker)
             or_(
                 Job.heartbeat_at < func.now() - timedelta(seconds=lease_s),
                 multinode.stale_part(lease_s),  # one node of a job across nodes is gone

@@ -16,6 +16,9 @@ from sqlalchemy.orm import Session
 from gpudeck.engine.kinds import get_kind
 from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.jobs import JobCreate
+from gpudeck.services.executors import slurm_target
+from gpudeck.services.executors.slurm_target import ClusterTarget
+from gpudeck.services.jobs import state as job_state
 from gpudeck.services.placement.live_memory import Readings
 from gpudeck.services.queue import snapshot
 from gpudeck.services.queue.plan import Quota
@@ -42,7 +45,7 @@ class Submission:
 
     spec: JobCreate
     who: Submitter
-    placement: Placement
+    placement: Placement | ClusterTarget
     quota: Quota
     time_limit_s: int
     inputs_dir: Path | None  # set when the kind's inputs are checked at submit
@@ -70,11 +73,18 @@ class Submission:
         )
 
 
+def where_it_runs(session: Session, spec: JobCreate) -> Placement | ClusterTarget:
+    """GPUDeck's own nodes (placement_request.resolve), or the Slurm cluster it names."""
+    if spec.cluster is not None:
+        return slurm_target.resolve(session, spec)
+    return placement_request.resolve(session, spec)
+
+
 def prepare(
     session: Session,
     spec: JobCreate,
     who: Submitter,
-    placement: Placement,
+    placement: Placement | ClusterTarget,
     data_dir: Path | None,
     *,
     jobs: int,
@@ -84,6 +94,8 @@ def prepare(
     queued-jobs quota for all `jobs` at once, and whether inputs are checked now."""
     quota = snapshot.quota_of(session, who.owner)  # read once: every check below shares it
     time_limit = check_scheduling(session, spec, who, quota, jobs=jobs)
+    if isinstance(placement, ClusterTarget):
+        time_limit = placement.time_limit(spec.time_limit_s, time_limit)
     inputs_dir = data_dir if inputs_due(session, spec, data_dir) else None
     return Submission(spec, who, placement, quota, time_limit, inputs_dir)
 
@@ -108,10 +120,16 @@ def create_job(
     `may_start_now=False`: it waits for the scheduler whatever is free (a resumed sweep
     member: the scheduler keeps to the sweep's max_parallel)."""
     who = owner if isinstance(owner, Submitter) else Submitter(owner)
-    placement = placement_request.resolve(session, spec)
+    placement = where_it_runs(session, spec)
     config = validate_config(spec.kind, spec.config, spec.world_size)
     prepared = prepare(session, spec, who, placement, data_dir, jobs=1)
     job = Job(**prepared.member_row(session, config, spec.name or f"{spec.kind}-job"))
+    if isinstance(placement, ClusterTarget):
+        # Slurm places it: it waits for the executor's next pass to submit it (sbatch).
+        session.add(job)
+        session.flush()
+        job_state.wake_scheduler(session, arrival=True)
+        return job
     starts = starts_now(session, spec, who, prepared.quota, may_start_now)
     reserve_at_submit(
         session, job, spec, placement, job.estimate_bytes_per_device, read_live, starts
@@ -126,13 +144,15 @@ def job_columns(
     name: str,
     owner: str,
     node: str,
-    placement: Placement,
+    placement: Placement | ClusterTarget,
     estimate: int | None,
     time_limit_s: int,
 ) -> dict[str, Any]:
     """A new job's row: one job's, or each of a sweep's members (inserted together)."""
     named = placement.named
+    on_cluster = placement.job_columns() if isinstance(placement, ClusterTarget) else {}
     return {
+        **on_cluster,
         "name": name,
         "kind": spec.kind,
         "config": config,

@@ -15,7 +15,7 @@ from gpudeck.schemas.sweeps import (
 )
 from gpudeck.services.errors import DomainError, InvalidInput, TooLarge
 from gpudeck.services.jobs import state as job_state
-from gpudeck.services.submit import checks, placement_request, submission
+from gpudeck.services.submit import checks, submission
 from gpudeck.services.submit.checks import Submitter
 from gpudeck.services.sweeps.params import TooManyMembers, members, with_values
 
@@ -70,7 +70,7 @@ def create_sweep(
     if not spec.job.queue:
         raise InvalidInput([("job.queue", "a sweep's members wait for their turn: queue true")])
     job = spec.job
-    placement = placement_request.resolve(session, job)
+    placement = submission.where_it_runs(session, job)
     planned = expand(spec)
     prepared = submission.prepare(session, job, owner, placement, data_dir, jobs=len(planned))
     name = spec.name or f"{job.kind}-sweep"

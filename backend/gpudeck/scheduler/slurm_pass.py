@@ -1,0 +1,254 @@
+"""The Slurm executor's pass, run by the active scheduler every `slurm_poll_s` for every cluster:
+submit the jobs due (one sbatch each, from a batch script built from the typed spec), read every
+live job's state with one poll (one squeue and at most one sacct whatever their number), carry
+out cancels (USR1 for a final checkpoint, scancel after the grace), and apply what Slurm says
+(services/executors/slurm_runs.py). A follower per running job relays its ranks' events and logs
+from the shared directory (worker/slurm_follower.py).
+
+A pass runs in a thread of its own: a cluster that does not answer (each command bounded by
+`slurm_command_timeout_s`) never holds up the queue of GPUDeck's own nodes. Passes never overlap.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+import redis
+from sqlalchemy.orm import Session, sessionmaker
+
+from gpudeck.core.config import Settings
+from gpudeck.core.db import transaction
+from gpudeck.engine.contract import CONTRACT_FILE, EventsTarget, JobLaunch
+from gpudeck.models import Cluster, Job, JobStatus
+from gpudeck.services.executors import clusters as cluster_rows
+from gpudeck.services.executors import slurm_runs
+from gpudeck.slurm import BatchSpec, JobState, SlurmClient, SlurmError, SlurmRefused, render
+from gpudeck.slurm.states import TERMINAL
+from gpudeck.worker.events import expire_stream, publish_status
+from gpudeck.worker.runner import job_paths
+from gpudeck.worker.slurm_follower import SlurmFollower
+
+log = logging.getLogger(__name__)
+
+
+class Context(Protocol):
+    """What a pass needs of the scheduler's context (scheduler.duties.Context)."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def sessions(self) -> sessionmaker[Session]: ...
+    @property
+    def redis(self) -> redis.Redis: ...
+
+
+SUBMIT_PER_PASS = 200  # sbatch calls per cluster and pass: a huge sweep goes in over passes
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    """What a pass needs of a cluster row, read once (no ORM object crosses threads)."""
+
+    id: int
+    name: str
+    partitions: tuple[str, ...]
+    account: str | None
+    qos: str | None
+    shared_dir: Path
+    python: str
+    row: Cluster
+
+
+@dataclass
+class SlurmExecutor:
+    followers: dict[int, SlurmFollower] = field(default_factory=dict)
+    _thread: threading.Thread | None = None
+
+    def kick(self, ctx: Context) -> None:
+        """Start a pass unless one still runs (the scheduler's duty)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._thread = threading.Thread(
+            target=self.run_pass, args=(ctx,), name="gpudeck-slurm-pass", daemon=True
+        )
+        self._thread.start()
+
+    def run_pass(self, ctx: Context) -> None:
+        with transaction(ctx.sessions) as session:
+            rows = cluster_rows.list_clusters(session)
+            refs = [_ref(c) for c in rows]
+        for ref in refs:
+            try:
+                ClusterPass(self, ctx, ref).run()
+            except Exception:  # one cluster's trouble is not another's
+                log.exception("Slurm cluster %s: the pass failed", ref.name)
+
+
+def _ref(cluster: Cluster) -> ClusterRef:
+    return ClusterRef(
+        id=cluster.id,
+        name=cluster.name,
+        partitions=tuple(cluster.partitions),
+        account=cluster.account,
+        qos=cluster.qos,
+        shared_dir=Path(cluster.shared_dir),
+        python=cluster.python or sys.executable,
+        row=cluster,
+    )
+
+
+@dataclass
+class ClusterPass:
+    executor: SlurmExecutor
+    ctx: Context
+    cluster: ClusterRef
+
+    @property
+    def client(self) -> SlurmClient:
+        timeout = self.ctx.settings.slurm_command_timeout_s
+        return cluster_rows.slurm_client(self.cluster.row, timeout)
+
+    def run(self) -> None:
+        client = self.client
+        self.submit_due(client)
+        with transaction(self.ctx.sessions) as session:
+            live = slurm_runs.live_jobs(session, self.cluster.id)
+        submitted = [j for j in live if j.slurm_job_id is not None]
+        states = client.poll([j.slurm_job_id for j in submitted if j.slurm_job_id])
+        for job in submitted:
+            assert job.slurm_job_id is not None
+            read = states.get(job.slurm_job_id) or JobState(job.slurm_job_id, "unknown")
+            try:
+                self.follow(client, job, read)
+            except SlurmError as exc:
+                log.warning("job %s on %s: %s", job.id, self.cluster.name, exc)
+
+    # -- submit ------------------------------------------------------------------------------
+
+    def submit_due(self, client: SlurmClient) -> None:
+        """sbatch each due job, one transaction each: its row stays locked while sbatch runs,
+        so no other pass submits it twice."""
+        while True:
+            with transaction(self.ctx.sessions) as session:
+                due = slurm_runs.due_for_submit(session, self.cluster.id, limit=1)
+                if not due:
+                    return
+                job = due[0]
+                try:
+                    slurm_id = client.submit(render(self.batch_spec(job)))
+                except SlurmRefused as exc:
+                    ended = slurm_runs.refuse(session, job.id, str(exc))
+                    self._say(ended.id, JobStatus.failed, ended.error)
+                    continue
+                except SlurmError as exc:  # not answered: it stays queued for the next pass
+                    log.warning("job %s: sbatch on %s: %s", job.id, self.cluster.name, exc)
+                    return
+                slurm_runs.record_submitted(session, job, slurm_id)
+                log.info("job %s: Slurm job %s on %s", job.id, slurm_id, self.cluster.name)
+
+    def batch_spec(self, job: Job) -> BatchSpec:
+        settings = self.ctx.settings
+        run_dir, checkpoint_dir = job_paths(self.cluster.shared_dir, job.id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        launch = JobLaunch(
+            job_id=job.id,
+            kind=job.kind,
+            config=job.config,
+            run_dir=str(run_dir),
+            data_dir=str(self.cluster.shared_dir),
+            checkpoint_dir=str(checkpoint_dir),
+            device_type="cuda",  # each rank falls back to CPU where CUDA sees no device
+            device_indices=(),
+            events=EventsTarget(per_rank_file=True),
+            keep_checkpoints=settings.keep_checkpoints,
+        )
+        contract = run_dir / CONTRACT_FILE
+        contract.write_text(launch.to_json())
+        view = job.slurm or {}
+        nodes = int(view.get("nodes_requested") or 1)
+        per_node = job.world_size // nodes
+        return BatchSpec(
+            gpudeck_job_id=job.id,
+            argv=(self.cluster.python, "-m", "gpudeck.engine.srun", str(contract)),
+            output_dir=PurePosixPath(run_dir),
+            rank_logs=PurePosixPath(run_dir),
+            partition=view.get("partition") or self.cluster.partitions[0],
+            account=self.cluster.account,
+            qos=self.cluster.qos,
+            nodes=nodes,
+            ntasks_per_node=per_node,
+            gpus_per_node=per_node,
+            time_limit_s=job.time_limit_s,
+            env={"PYTHONUNBUFFERED": "1", "GPUDECK_OWNER": job.owner},
+        )
+
+    # -- follow ------------------------------------------------------------------------------
+
+    def follow(self, client: SlurmClient, job: slurm_runs.LiveJob, read: JobState) -> None:
+        assert job.slurm_job_id is not None
+        if read.state in TERMINAL:
+            self.end(job, read)
+            return
+        if job.cancel_requested and read.state != "unknown":
+            self.cancel(client, job, read)
+        with transaction(self.ctx.sessions) as session:
+            seen = slurm_runs.apply_live(session, job.id, read)
+        if seen.started:
+            self._say(job.id, JobStatus.running)
+        elif seen.requeued:
+            self._say(job.id, JobStatus.queued)
+        if read.state in ("starting", "running") and job.id not in self.executor.followers:
+            self.executor.followers[job.id] = self.follower(job)
+
+    def follower(self, job: slurm_runs.LiveJob) -> SlurmFollower:
+        settings = self.ctx.settings
+        run_dir, _ = job_paths(self.cluster.shared_dir, job.id)
+        return SlurmFollower(
+            job.id, self.cluster.name, run_dir, self.cluster.shared_dir, job.world_size,
+            self.ctx.redis, self.ctx.sessions, settings.log_store_bytes,
+        )  # fmt: skip
+
+    def cancel(self, client: SlurmClient, job: slurm_runs.LiveJob, read: JobState) -> None:
+        """A job still waiting in Slurm is scancelled; a running one gets USR1 (its ranks write
+        a final checkpoint and return), then scancel once the grace has passed."""
+        assert job.slurm_job_id is not None
+        if read.state == "queued":
+            client.cancel(job.slurm_job_id)
+            return
+        signalled = job.view.get("stop_signalled_at")
+        if signalled is None:
+            client.signal(job.slurm_job_id, "USR1")
+            self._note(job.id, stop_signalled_at=time.time())
+        elif time.time() - float(signalled) > self.ctx.settings.cancel_grace_s:
+            client.cancel(job.slurm_job_id)
+
+    def end(self, job: slurm_runs.LiveJob, read: JobState) -> None:
+        """Slurm ended it: everything its ranks wrote is stored first, then its end."""
+        follower = self.executor.followers.pop(job.id, None)
+        if follower is None:  # it started and ended between two polls
+            follower = self.follower(job)
+        rank_error = follower.close()
+        with transaction(self.ctx.sessions) as session:
+            ended = slurm_runs.finish(session, job.id, read, rank_error)
+            said = (ended.id, JobStatus(ended.status), ended.error) if ended else None
+        if said is not None:
+            self._say(*said)
+            expire_stream(self.ctx.redis, job.id)
+
+    def _note(self, job_id: int, **values: object) -> None:
+        with transaction(self.ctx.sessions) as session:
+            row = session.get(Job, job_id, with_for_update=True)
+            if row is not None:
+                row.slurm = {**(row.slurm or {}), **values}
+
+    def _say(self, job_id: int, status: JobStatus, error: str | None = None) -> None:
+        try:
+            publish_status(self.ctx.redis, job_id, status.value, error=error)
+        except Exception as exc:  # the feed is best effort; the row is the record
+            log.warning("job %s: status not published: %s", job_id, exc)

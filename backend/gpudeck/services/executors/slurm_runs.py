@@ -1,0 +1,219 @@
+"""The database side of jobs on a Slurm cluster: which jobs are due to be submitted, what a poll
+read of each, and their ends. The executor's pass (scheduler/slurm_pass.py) talks to Slurm and
+calls these, one short transaction each; every state change goes through jobs/state.py's
+transitions, as on GPUDeck's own nodes. Takes a Session, never commits.
+
+Slurm's states map onto GPUDeck's: PENDING is queued (the reason is Slurm's, in the queue's
+words), RUNNING is running (queued -> starting -> running in one step: Slurm already started
+it), a requeue is running -> queued (the attempt ends, the next start is a new one, resumed
+from the job's newest checkpoint), and an end is the job's end. `unknown` (slurmctld silent)
+changes nothing but the view: never a false failure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import and_, func, not_, select
+from sqlalchemy.orm import Session
+
+from gpudeck.models import Job, JobRun, JobStatus, Sweep
+from gpudeck.services.jobs import state as job_state
+from gpudeck.slurm import JobState
+
+LIVE = (JobStatus.queued, JobStatus.starting, JobStatus.running)
+
+
+@dataclass(frozen=True)
+class LiveJob:
+    """A live job of a cluster as the pass reads it."""
+
+    id: int
+    status: JobStatus
+    slurm_job_id: str | None
+    cancel_requested: bool
+    world_size: int
+    view: dict[str, Any]
+
+
+def live_jobs(session: Session, cluster_id: int) -> list[LiveJob]:
+    rows = session.execute(
+        select(
+            Job.id, Job.status, Job.slurm_job_id, Job.cancel_requested_at, Job.world_size,
+            Job.slurm,
+        )
+        .where(Job.cluster_id == cluster_id, Job.status.in_(LIVE))
+        .order_by(Job.id)
+    ).all()  # fmt: skip
+    return [
+        LiveJob(r.id, JobStatus(r.status), r.slurm_job_id, r.cancel_requested_at is not None,
+                r.world_size, dict(r.slurm or {}))
+        for r in rows
+    ]  # fmt: skip
+
+
+def due_for_submit(session: Session, cluster_id: int, limit: int) -> list[Job]:
+    """Queued jobs not yet handed to Slurm, oldest first, locked (SKIP LOCKED: a second pass
+    never submits one twice): not held, their dependencies succeeded, and a sweep's members
+    only while fewer than its max_parallel are on the cluster."""
+    jobs = list(
+        session.scalars(
+            select(Job)
+            .where(
+                Job.cluster_id == cluster_id,
+                Job.status == JobStatus.queued,
+                Job.slurm_job_id.is_(None),
+                not_(Job.held),
+                Job.cancel_requested_at.is_(None),
+            )
+            .order_by(Job.priority.desc(), Job.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+    )
+    due: list[Job] = []
+    running: dict[int, int] = {}
+    for job in jobs:
+        if job.depends_on and not _dependencies_met(session, job.depends_on):
+            continue
+        if job.sweep_id is not None:
+            sweep = session.get(Sweep, job.sweep_id)
+            if job.sweep_id not in running:
+                running[job.sweep_id] = _on_cluster(session, job.sweep_id)
+            if sweep is not None and running[job.sweep_id] >= sweep.max_parallel:
+                continue
+            running[job.sweep_id] += 1
+        due.append(job)
+    return due
+
+
+def _dependencies_met(session: Session, depends_on: list[int]) -> bool:
+    done = session.scalar(
+        select(func.count()).where(Job.id.in_(depends_on), Job.status == JobStatus.succeeded)
+    )
+    return done == len(set(depends_on))
+
+
+def _on_cluster(session: Session, sweep_id: int) -> int:
+    """A sweep's members handed to Slurm and not ended."""
+    return int(
+        session.scalar(
+            select(func.count()).where(
+                and_(Job.sweep_id == sweep_id, Job.slurm_job_id.is_not(None)),
+                Job.status.in_(LIVE),
+            )
+        )
+        or 0
+    )
+
+
+def record_submitted(session: Session, job: Job, slurm_job_id: str) -> None:
+    job.slurm_job_id = slurm_job_id
+    job.slurm = {**(job.slurm or {}), "state": "PENDING", "polled_at": _now()}
+    session.flush()
+
+
+def refuse(session: Session, job_id: int, message: str) -> Job:
+    """sbatch refused the job: it fails with Slurm's own words, and nothing waits on Slurm.
+    (Handing it to Slurm was its start: queued -> starting -> failed, as a job whose ranks
+    could not start on GPUDeck's own nodes.)"""
+    job_state.transition(session, job_id, JobStatus.starting)
+    return job_state.transition(
+        session, job_id, JobStatus.failed, error=f"Slurm refused the job: {message}"
+    )
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a poll's state did to a live job: it runs now (started: a new attempt), it waits
+    again after running (requeued), or nothing but the view changed."""
+
+    started: bool = False
+    requeued: bool = False
+
+
+def apply_live(session: Session, job_id: int, read: JobState) -> Seen:
+    """A poll's word on a job Slurm has not ended (queued, starting, running or unknown)."""
+    job = job_state.lock_job(session, job_id)
+    status = JobStatus(job.status)
+    if status not in LIVE:
+        return Seen()
+    view = dict(job.slurm or {})
+    view.update(polled_at=_now(), unknown=read.state == "unknown")
+    if read.state == "unknown":
+        view["reason"] = read.reason  # why nothing could be read; the state is kept as it was
+        job.slurm = view
+        session.flush()
+        return Seen()
+    view.update(state=read.slurm_state, reason_code=read.reason_code, reason=read.reason)
+    if read.nodes:
+        view["nodes"] = read.nodes
+    seen = Seen()
+    if read.state in ("starting", "running") and status is not JobStatus.running:
+        if status is JobStatus.queued:
+            job_state.transition(session, job_id, JobStatus.starting)
+        job_state.transition(session, job_id, JobStatus.running)
+        view["attempts"] = int(view.get("attempts", 0)) + 1
+        seen = Seen(started=True)
+    elif read.state == "queued" and status is not JobStatus.queued:
+        # Requeued (preempted, a node failed, `scontrol requeue`): this attempt has ended.
+        if status is JobStatus.starting:
+            job_state.transition(session, job_id, JobStatus.running)
+        job_state.transition(
+            session, job_id, JobStatus.queued, error=f"requeued by Slurm ({read.slurm_state})"
+        )
+        seen = Seen(requeued=True)
+    job = job_state.lock_job(session, job_id)
+    job.slurm = view
+    session.flush()
+    return seen
+
+
+def finish(session: Session, job_id: int, read: JobState, rank_error: str | None) -> Job | None:
+    """Slurm ended the job: its end in GPUDeck's words. A cancel GPUDeck asked for reads
+    `cancelled` however the ranks left (they return after their final checkpoint); a failure
+    names the rank's error when one reported it, else Slurm's state, exit and nodes."""
+    job = job_state.lock_job(session, job_id)
+    status = JobStatus(job.status)
+    if status not in LIVE:
+        return None
+    view = dict(job.slurm or {})
+    view.update(state=read.slurm_state, polled_at=_now(), unknown=False, reason=None)
+    if read.nodes:
+        view["nodes"] = read.nodes
+    job.slurm = view
+    target, error = _end_of(read, job.cancel_requested_at is not None, rank_error)
+    if status is JobStatus.queued and target is not JobStatus.cancelled:
+        job_state.transition(session, job_id, JobStatus.starting)  # it ran, between two polls
+    if JobStatus(job.status) is JobStatus.starting and target is not JobStatus.cancelled:
+        job_state.transition(session, job_id, JobStatus.running)
+    return job_state.transition(session, job_id, target, error=error)
+
+
+def _end_of(
+    read: JobState, cancel_asked: bool, rank_error: str | None
+) -> tuple[JobStatus, str | None]:
+    where = f" on {read.nodes}" if read.nodes else ""
+    if cancel_asked:
+        return JobStatus.cancelled, None
+    if read.state == "succeeded":
+        return JobStatus.succeeded, None
+    if read.state == "timeout":
+        return JobStatus.timeout, f"Slurm ended it at its time limit{where}"
+    if read.state == "cancelled":
+        return JobStatus.cancelled, f"cancelled in Slurm (scancel outside GPUDeck){where}"
+    how = read.slurm_state or "FAILED"
+    if read.exit_signal:
+        how += f", signal {read.exit_signal}"
+    elif read.exit_code is not None:
+        how += f", exit code {read.exit_code}"
+    return JobStatus.failed, rank_error or f"Slurm: {how}{where}"
+
+
+def attempts(session: Session, job_id: int) -> int:
+    return int(session.scalar(select(func.count()).where(JobRun.job_id == job_id)) or 0)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()

@@ -1,0 +1,160 @@
+"""Where a job submitted to a Slurm cluster may run, checked at submit against what the cluster
+says: the cluster and partition exist, some node of the partition has the GPUs a node of the job
+needs, the partition has the nodes, and the time limit is within the partition's. Slurm places
+the job itself; these checks only refuse, before anything is submitted, what Slurm would refuse
+or keep pending forever. Takes a Session, never commits.
+
+The cluster's facts (partitions, nodes and their GPUs) are read with one bounded command each
+and kept for FACTS_TTL_S: a sweep's thousand members, or a burst of submits, ask Slurm once.
+When Slurm does not answer, the checks that need it are skipped (sbatch refuses later, and the
+job fails with Slurm's own words): a submit never waits on a silent cluster."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from gpudeck.models import Cluster
+from gpudeck.schemas.jobs import JobCreate
+from gpudeck.services.errors import InvalidInput
+from gpudeck.services.executors.clusters import (
+    READ_TIMEOUT_S,
+    ClientFor,
+    ClusterNotFound,
+    get_cluster,
+    slurm_client,
+)
+from gpudeck.slurm import NodeInfo, PartitionInfo, SlurmError
+
+FACTS_TTL_S = 30.0
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    partitions: dict[str, PartitionInfo]
+    nodes: list[NodeInfo]
+
+
+@dataclass
+class _FactsCache:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    read: dict[str, tuple[float, ClusterFacts | None]] = field(default_factory=dict)
+
+    def get(self, cluster: Cluster, client_for: ClientFor) -> ClusterFacts | None:
+        with self.lock:
+            kept = self.read.get(cluster.name)
+            if kept is not None and time.monotonic() - kept[0] < FACTS_TTL_S:
+                return kept[1]
+        facts = _read_facts(cluster, client_for)
+        with self.lock:
+            self.read[cluster.name] = (time.monotonic(), facts)
+        return facts
+
+    def forget(self) -> None:
+        with self.lock:
+            self.read.clear()
+
+
+FACTS = _FactsCache()
+
+
+def _read_facts(cluster: Cluster, client_for: ClientFor) -> ClusterFacts | None:
+    client = client_for(cluster, READ_TIMEOUT_S)
+    try:
+        partitions = {p.name: p for p in client.partitions()}
+        return ClusterFacts(partitions, client.nodes())
+    except SlurmError:
+        return None
+
+
+@dataclass(frozen=True)
+class ClusterTarget:
+    """A job's place on a cluster, in the shape the submit pipeline reads (as Placement)."""
+
+    cluster: Cluster
+    partition: str
+    nodes_requested: int
+    max_time_s: int | None  # the partition's, when Slurm said
+    named: tuple[()] = ()
+    spread: None = None
+    spread_nodes: None = None
+    field: str = "count"
+
+    @property
+    def node(self) -> str:
+        return self.cluster.name
+
+    @property
+    def nodes(self) -> list[str]:
+        return [self.cluster.name]
+
+    def home_node(self, spec: JobCreate, estimate: int | None) -> str:
+        return self.cluster.name
+
+    def job_columns(self) -> dict[str, Any]:
+        return {
+            "cluster_id": self.cluster.id,
+            "slurm": {"partition": self.partition, "nodes_requested": self.nodes_requested},
+        }
+
+    def time_limit(self, asked_s: int | None, default_s: int) -> int:
+        """The job's time limit: as asked, which must be within the partition's; none asked,
+        the configured default capped at the partition's."""
+        if asked_s is None:
+            return min(default_s, self.max_time_s or default_s)
+        if self.max_time_s is not None and asked_s > self.max_time_s:
+            raise InvalidInput(
+                [("time_limit_s", f"{asked_s} s is over partition {self.partition}'s time "
+                  f"limit of {self.max_time_s} s")]
+            )  # fmt: skip
+        return asked_s
+
+
+def resolve(
+    session: Session, spec: JobCreate, client_for: ClientFor = slurm_client
+) -> ClusterTarget:
+    """The cluster target of a spec with `cluster`, refusing what the cluster cannot run."""
+    assert spec.cluster is not None
+    try:
+        cluster = get_cluster(session, spec.cluster)
+    except ClusterNotFound:  # it names `name`: a submit names `cluster`
+        raise InvalidInput([("cluster", f"no cluster {spec.cluster!r}")]) from None
+    partition = spec.partition or cluster.partitions[0]
+    if partition not in cluster.partitions:
+        raise InvalidInput(
+            [("partition", f"{partition!r} is not one of cluster {cluster.name}'s partitions "
+              f"({', '.join(cluster.partitions)})")]
+        )  # fmt: skip
+    count = int(spec.count or 0)
+    nodes = spec.nodes or (count // spec.devices_per_node if spec.devices_per_node else 1)
+    facts = FACTS.get(cluster, client_for)
+    max_time_s = None
+    if facts is not None:
+        max_time_s = _check_partition(facts, partition, nodes, count // nodes)
+    return ClusterTarget(cluster, partition, nodes, max_time_s)
+
+
+def _check_partition(facts: ClusterFacts, partition: str, nodes: int, per_node: int) -> int | None:
+    info = facts.partitions.get(partition)
+    if info is None:
+        known = ", ".join(sorted(facts.partitions)) or "none"
+        why = f"Slurm has no partition {partition!r} (it has {known})"
+        raise InvalidInput([("partition", why)])
+    members = [n for n in facts.nodes if partition in n.partitions]
+    most = max((sum(g.count for g in n.gpus) for n in members), default=0)
+    if per_node > most:
+        raise InvalidInput(
+            [("count", f"{per_node} GPUs on one node: partition {partition}'s nodes have at most "
+              f"{most} each" + (f"; spread it, e.g. nodes={-(-per_node // most)}" if most else ""))]
+        )  # fmt: skip
+    able = sum(1 for n in members if sum(g.count for g in n.gpus) >= per_node)
+    if nodes > able:
+        raise InvalidInput(
+            [("nodes", f"{nodes} nodes with {per_node} GPUs each: partition {partition} has "
+              f"{able}")]
+        )  # fmt: skip
+    return info.max_time_s
