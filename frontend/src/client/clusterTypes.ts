@@ -11,3 +11,5 @@ export type ClusterCreated = Schemas["ClusterCreated"];
 export type ClusterState = Schemas["ClusterState"];
 export type ClusterNode = Schemas["ClusterNodePublic"];
 export type GpuGres = Schemas["GpuGresPublic"];
+/** A job on a Slurm cluster as the executor's last poll read it (JobPublic.slurm). */
+export type SlurmView = Schemas["SlurmView"];

@@ -1125,6 +1125,11 @@ export interface components {
              */
             partitions: string[];
             /**
+             * Python
+             * @description the Python with GPUDeck installed that compute nodes start ranks with (on the shared filesystem); null: the one GPUDeck runs in, at the same path
+             */
+            python?: string | null;
+            /**
              * Qos
              * @description sbatch --qos
              */
@@ -1169,6 +1174,8 @@ export interface components {
              * @description whether Slurm confirmed the partitions (false: it did not answer)
              */
             partitions_checked: boolean;
+            /** Python */
+            python: string | null;
             /** Qos */
             qos: string | null;
             /** Shared Dir */
@@ -1214,6 +1221,8 @@ export interface components {
             name: string;
             /** Partitions */
             partitions: string[];
+            /** Python */
+            python: string | null;
             /** Qos */
             qos: string | null;
             /** Shared Dir */
@@ -1708,6 +1717,11 @@ export interface components {
          */
         JobCreate: {
             /**
+             * Cluster
+             * @description run on this Slurm cluster (GET /api/clusters) instead of GPUDeck's own nodes; Slurm places it: give a count (and nodes or devices_per_node across nodes)
+             */
+            cluster?: string | null;
+            /**
              * Config
              * @description the kind's config; see GET /api/kinds
              */
@@ -1760,6 +1774,11 @@ export interface components {
              * @description for count: spread it evenly over at most this many nodes (it must divide count); the scheduler takes the fewest that have room
              */
             nodes?: number | null;
+            /**
+             * Partition
+             * @description for cluster: one of its partitions (default: its first)
+             */
+            partition?: string | null;
             /**
              * Preemptible
              * @description may be stopped (final checkpoint) for higher priority
@@ -1891,6 +1910,11 @@ export interface components {
             readonly advice: string[];
             /** Cancel Requested */
             cancel_requested: boolean;
+            /**
+             * Cluster
+             * @description the Slurm cluster it runs on; null: GPUDeck's own nodes
+             */
+            cluster?: string | null;
             /** Config */
             config: {
                 [key: string]: unknown;
@@ -1969,6 +1993,13 @@ export interface components {
             rank_memory?: components["schemas"]["RankMemory"] | null;
             /** Resume From Job Id */
             resume_from_job_id: number | null;
+            /** @description Slurm's last word on it, as the executor's poll read it */
+            slurm?: components["schemas"]["SlurmView"] | null;
+            /**
+             * Slurm Job Id
+             * @description Slurm's id for it once submitted ("123", "123_4")
+             */
+            slurm_job_id?: string | null;
             /** Started At */
             started_at: string | null;
             status: components["schemas"]["JobStatus"];
@@ -2563,6 +2594,47 @@ export interface components {
              * @description config fields every job sets to the same value
              */
             same_count: number;
+        };
+        /**
+         * SlurmView
+         * @description A job on a Slurm cluster as the executor's last poll read it.
+         */
+        SlurmView: {
+            /**
+             * Attempts
+             * @description starts on Slurm (a requeue starts it again)
+             * @default 0
+             */
+            attempts?: number;
+            /**
+             * Nodes
+             * @description Slurm's node list, e.g. n[1-2]
+             */
+            nodes?: string | null;
+            /** Nodes Requested */
+            nodes_requested?: number | null;
+            /** Partition */
+            partition?: string | null;
+            /** Polled At */
+            polled_at?: string | null;
+            /**
+             * Reason
+             * @description why it waits, or why its state is unknown (Slurm silent)
+             */
+            reason?: string | null;
+            /** Reason Code */
+            reason_code?: string | null;
+            /**
+             * State
+             * @description Slurm's own word (PENDING, RUNNING, ...)
+             */
+            state?: string | null;
+            /**
+             * Unknown
+             * @description Slurm did not answer the last poll
+             * @default false
+             */
+            unknown?: boolean;
         };
         /**
          * SweepAnalysis

@@ -14,11 +14,12 @@ export function useClusters() {
 }
 
 /** A cluster's nodes and GPUs in use, re-read every 10 s; the API answers within 2 s even when Slurm does not. */
-export function useClusterState(name: string) {
+export function useClusterState(name: string, { enabled = true }: { enabled?: boolean } = {}) {
   return useQuery({
     queryKey: clusterKeys.state(name),
     queryFn: () => unwrap(api.GET("/api/clusters/{name}/state", { params: { path: { name } } })),
     refetchInterval: 10000,
+    enabled,
   });
 }
 

@@ -1,4 +1,5 @@
 import type { Gpu, JobCreate, JobKind, KindConfig, SchedulingCreate } from "../client/types";
+import { clusterBody, type ClusterChoice } from "./clusterPlacement";
 
 export interface NewJobInput {
   kind: JobKind;
@@ -12,16 +13,20 @@ export interface NewJobInput {
   /** as typed: blank leaves the job unnamed */
   name: string;
   scheduling: SchedulingCreate;
+  /** the Slurm cluster it runs on (its count and nodes replace the devices'), or null/absent */
+  cluster?: ClusterChoice | null;
 }
 
 /**
  * The POST /api/jobs body for what the form shows (a sweep posts it as its `job`): the ticked
- * devices when there are any, else the count (and its nodes); the name trimmed, left out when
- * blank; the Scheduling section's fields.
+ * devices when there are any, else the count (and its nodes); on a Slurm cluster its name,
+ * partition, count and nodes instead; the name trimmed, left out when blank; the Scheduling
+ * section's fields.
  */
-export function newJobBody({ kind, config, devices, count, nodes, name, scheduling }: NewJobInput): JobCreate {
-  const placement =
-    devices.length > 0
+export function newJobBody({ kind, config, devices, count, nodes, name, scheduling, cluster }: NewJobInput): JobCreate {
+  const placement = cluster
+    ? clusterBody(cluster)
+    : devices.length > 0
       ? { devices: devices.map((d) => ({ node: d.node, uuid: d.uuid })) }
       : { count, ...(nodes !== null ? { nodes } : {}) };
   return { kind, config, ...placement, ...(name.trim() ? { name: name.trim() } : {}), ...scheduling };

@@ -7,6 +7,7 @@ import { JobLabels } from "../components/job/JobLabels";
 import { JobSettings } from "../components/job/JobSettings";
 import { LogTail } from "../components/job/LogTail";
 import { Segments } from "../components/job/Segments";
+import { SlurmCard } from "../components/job/SlurmCard";
 import { SourceJob } from "../components/job/SourceJob";
 import { SummaryFigures } from "../components/job/SummaryFigures";
 import { RankProgress } from "../components/job/RankProgress";
@@ -69,6 +70,7 @@ export function JobDetail() {
         <JobActions job={j} kind={kind.data} />
       </PageHeader>
       <QueuePlace job={j} />
+      <SlurmCard job={j} />
       <SweepMembership job={j} />
       <div className="job-labels-bar" data-testid="job-labels-bar">
         <span className="muted small">tags</span>
@@ -93,7 +95,9 @@ export function JobDetail() {
           </div>
           <div>
             <dt>GPUs</dt>
-            <dd className="mono">{j.devices.map((d) => `${d.node}:${d.index}`).join(", ") || "—"}</dd>
+            <dd className="mono">
+              {j.devices.map((d) => `${d.node}:${d.index}`).join(", ") || (j.cluster ? `${j.cluster} (Slurm)` : "—")}
+            </dd>
           </div>
           {ranksPerNode(j.devices).length > 1 && (
             <div>

@@ -18,6 +18,7 @@ const PAGE = 25;
 const WINDOW = 500;
 
 function devicesText(job: Job): string {
+  if (job.cluster) return `${job.cluster} (Slurm)`; // Slurm's nodes: on the job's page
   if (job.devices.length === 0) return "—";
   const nodes = new Set(job.devices.map((d) => d.node));
   return job.devices.map((d) => (nodes.size > 1 ? `${d.node}:${d.index}` : `${d.index}`)).join(", ");

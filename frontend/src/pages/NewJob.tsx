@@ -3,6 +3,7 @@ import { deviceKey } from "../client/types";
 import { JobForm } from "../components/JobForm";
 import { ESTIMATE_DEVICE_TYPE } from "../components/MemoryFigures";
 import { PageHeader } from "../components/PageHeader";
+import { ClusterPicker } from "../components/newJob/ClusterPicker";
 import { Conflict } from "../components/newJob/Conflict";
 import { DevicePicker } from "../components/newJob/DevicePicker";
 import { EstimatePanel } from "../components/newJob/EstimatePanel";
@@ -10,7 +11,9 @@ import { JobIdentity } from "../components/newJob/JobIdentity";
 import { PrefillNotes } from "../components/newJob/PrefillNotes";
 import { Scheduling } from "../components/newJob/Scheduling";
 import { SweepSection } from "../components/newJob/SweepSection";
+import { WhereChoice } from "../components/newJob/WhereChoice";
 import { useKind, useKinds } from "../hooks/queries";
+import { useClusterChoice } from "../hooks/useClusterChoice";
 import { useDeviceChoice } from "../hooks/useDeviceChoice";
 import { useJobFormValues } from "../hooks/useJobFormValues";
 import { useJobSubmission } from "../hooks/useJobSubmission";
@@ -19,6 +22,7 @@ import { usePlacement } from "../hooks/usePlacement";
 import { useRunAgain } from "../hooks/useRunAgain";
 import { useScheduling } from "../hooks/useScheduling";
 import { useSweepForm } from "../hooks/useSweepForm";
+import { clusterProblem } from "../lib/clusterPlacement";
 import { batchSplitError, isActive, offerValues } from "../lib/jobForm";
 import { newJobBody } from "../lib/newJobBody";
 import { revealedErrors } from "../lib/revealErrors";
@@ -29,9 +33,13 @@ import { sweepable } from "../lib/sweep/sweepForm";
 
 /**
  * The new-job page: the kind and what the URL prefills (useNewJobPrefill), its fields read from
- * its schema, the memory estimate (for kinds that make one), the devices (useDeviceChoice),
- * scheduling, an optional sweep, and submit (the body: lib/newJobBody).
+ * its schema, the memory estimate (for kinds that make one), where it runs (GPUDeck's nodes, or a
+ * Slurm cluster: useClusterChoice), the devices (useDeviceChoice), scheduling, an optional sweep,
+ * and submit (the body: lib/newJobBody).
  */
+// the fields of a job on a Slurm cluster whose 422s its card shows (cluster: the "Where" card)
+const CLUSTER_FIELDS = new Set(["cluster", "partition", "count", "nodes"]);
+
 export function NewJob() {
   const prefill = useNewJobPrefill();
   const { kind } = prefill;
@@ -63,7 +71,13 @@ export function NewJob() {
     if (dependsOn) setSchedulingField("scheduling.depends_on", dependsOn);
   }, [dependsOn]); // eslint-disable-line react-hooks/exhaustive-deps
   const { conflict } = submission;
-  const { worldSize, count, strategy, nodesError } = choice;
+  const { count, strategy } = choice;
+  // on a Slurm cluster the count alone says how many ranks; Slurm picks the devices
+  const where = useClusterChoice(count);
+  const onCluster = where.choice;
+  const worldSize = onCluster ? count : choice.worldSize;
+  const nodesError = onCluster ? null : choice.nodesError;
+  const clusterIssue = onCluster ? clusterProblem(onCluster, where.state.data) : null;
   const placement = usePlacement({
     kind,
     config: form.config,
@@ -100,7 +114,14 @@ export function NewJob() {
     Boolean(placement.recommendationUnavailable);
   const canWait = scheduling.body.queue !== false;
   const sweepBlocker = sweep.on ? sweep.blocker : null;
-  const blocker = nodesError ?? sweepBlocker ?? startBlocker({ selected: choice.selectedDevices, taken, canWait, count, ...placement });
+  const blocker = onCluster
+    ? (clusterIssue?.message ?? sweepBlocker)
+    : (nodesError ?? sweepBlocker ?? startBlocker({ selected: choice.selectedDevices, taken, canWait, count, ...placement }));
+  // a cluster job's count, nodes and partition show their messages in its card
+  const clusterErrors = {
+    ...(clusterIssue ? { [clusterIssue.field]: clusterIssue.message } : {}),
+    ...Object.fromEntries(Object.entries(errors).filter(([k]) => CLUSTER_FIELDS.has(k))),
+  };
 
   const onField = (path: string, value: FieldValue) => {
     form.setField(path, value);
@@ -120,12 +141,15 @@ export function NewJob() {
       nodes: choice.spreadNodes,
       name,
       scheduling: scheduling.body,
+      cluster: onCluster,
     });
     if (sweep.on) sweep.submit(body);
     else submission.submit(body);
   };
   const pending = submission.pending || sweep.pending;
-  const topErrors = Object.entries(errors).filter(([k]) => !k.startsWith("config") && k !== "name" && !isSchedulingError(k));
+  const topErrors = Object.entries(errors).filter(
+    ([k]) => !k.startsWith("config") && k !== "name" && !isSchedulingError(k) && !(onCluster && CLUSTER_FIELDS.has(k)),
+  );
 
   return (
     <form className="page new-job" onSubmit={submit} noValidate>
@@ -150,33 +174,65 @@ export function NewJob() {
               estimate={placement.estimate}
               error={placement.estimateError}
               fieldsInvalid={Object.keys(placement.estimateErrors).length > 0}
-              freeBytes={choice.freeBytes}
+              freeBytes={onCluster ? null : choice.freeBytes}
               unfinished={unshown}
             />
           )}
-          <DevicePicker
-            devices={choice.devices}
-            selected={choice.selected}
-            onSelect={setSelected}
-            onUseRecommended={(next) => {
-              setSelected(next);
-              submission.clearConflict();
+          <WhereChoice
+            clusters={where.clusters}
+            value={where.cluster?.name ?? null}
+            onChange={(next) => {
+              where.choose(next);
+              submission.clearError("cluster");
             }}
-            count={count}
-            onCount={setCount}
-            nodes={choice.nodes}
-            onNodes={setNodes}
-            labNodes={choice.labNodes}
-            nodesError={nodesError}
-            strategy={strategy}
-            onStrategy={choice.setStrategy}
-            recommendation={placement.recommendation}
-            recommendationError={placement.recommendationError}
-            recommendationUnavailable={placement.recommendationUnavailable}
-            bytesPerDevice={placement.bytesPerDevice}
-            taken={taken}
-            canWait={canWait}
+            error={onCluster ? errors["cluster"] : undefined}
           />
+          {where.cluster && onCluster ? (
+            <ClusterPicker
+              cluster={where.cluster}
+              partition={onCluster.partition}
+              onPartition={(next) => {
+                where.setPartition(next);
+                submission.clearError("partition");
+              }}
+              count={count}
+              onCount={(next) => {
+                setCount(next);
+                submission.clearError("count");
+              }}
+              nodes={where.nodes}
+              onNodes={(next) => {
+                where.setNodes(next);
+                submission.clearError("nodes");
+              }}
+              state={where.state}
+              errors={clusterErrors}
+            />
+          ) : (
+            <DevicePicker
+              devices={choice.devices}
+              selected={choice.selected}
+              onSelect={setSelected}
+              onUseRecommended={(next) => {
+                setSelected(next);
+                submission.clearConflict();
+              }}
+              count={count}
+              onCount={setCount}
+              nodes={choice.nodes}
+              onNodes={setNodes}
+              labNodes={choice.labNodes}
+              nodesError={nodesError}
+              strategy={strategy}
+              onStrategy={choice.setStrategy}
+              recommendation={placement.recommendation}
+              recommendationError={placement.recommendationError}
+              recommendationUnavailable={placement.recommendationUnavailable}
+              bytesPerDevice={placement.bytesPerDevice}
+              taken={taken}
+              canWait={canWait}
+            />
+          )}
           <Scheduling
             values={scheduling.values}
             onChange={scheduling.setField}
@@ -191,11 +247,16 @@ export function NewJob() {
           ))}
           {submission.otherError && <p className="banner error">{submission.otherError}</p>}
           {sweep.otherError && <p className="banner error">{sweep.otherError}</p>}
-          {blocker && !unshown && blocker !== placement.recommendation?.message && blocker !== nodesError && blocker !== sweepBlocker && (
-            <p className="muted small" data-testid="start-blocked">
-              {blocker}
-            </p>
-          )}
+          {blocker &&
+            !unshown &&
+            blocker !== placement.recommendation?.message &&
+            blocker !== nodesError &&
+            blocker !== sweepBlocker &&
+            blocker !== clusterIssue?.message && (
+              <p className="muted small" data-testid="start-blocked">
+                {blocker}
+              </p>
+            )}
           <button type="submit" className="button primary wide" disabled={pending || (blocker !== null && !unshown)} data-testid="submit">
             {pending ? "Submitting…" : sweep.on ? `Start sweep · ${sweep.count} member${sweep.count === 1 ? "" : "s"}` : "Start job"}
           </button>

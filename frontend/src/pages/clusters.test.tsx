@@ -23,6 +23,7 @@ function cluster(name: string): Cluster {
     shared_dir: "/scratch/gpudeck",
     access: "local",
     slurm_conf: null,
+    python: null,
     created_by: "root",
     created_at: "2026-11-27T10:00:00Z",
   };

@@ -75,6 +75,9 @@ export interface SweepErrors {
   sweep: string[];
 }
 
+// where a member runs on a Slurm cluster: the submit's checks name these without "job."
+const JOB_PLACE_FIELDS = new Set(["cluster", "partition", "count", "nodes"]);
+
 /**
  * The 422's messages (fieldErrors keys) sorted: "job.config.d_in" -> config.d_in beside its field;
  * "members[1].config.k" (or "members[1].k", or "parameters.random.k") -> the row varying k,
@@ -90,7 +93,7 @@ export function sortSweepErrors(errors: Record<string, string>, paths: string[])
     const place = /^members\[\d+\]\.(?:config\.)?(.*)$/.exec(key) ?? /^parameters\.(?:grid|zip|random)\.(.*)$/.exec(key);
     const path = place ? paths.find((p) => place[1] === p || place[1]?.startsWith(`${p}.`)) : undefined;
     if (path !== undefined) out.rows[path] = out.rows[path] ? `${out.rows[path]}; ${msg}` : msg;
-    else if (key === "name") out.job[key] = msg;
+    else if (key === "name" || JOB_PLACE_FIELDS.has(key)) out.job[key] = msg;
     else if (key === "max_parallel") out.maxParallel = msg;
     else if (key === "parameters.count") out.draws = msg;
     else if (key === "parameters.seed") out.seed = msg;
