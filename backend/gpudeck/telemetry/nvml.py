@@ -3,7 +3,9 @@
 One `read()` is one snapshot per device. A reading NVML refuses (NotSupported, NoPermission...)
 becomes None and is logged once per device and field. A GPU that falls off the bus (GpuIsLost)
 is reported `lost` from then on, without stopping the others. Process lists cost milliseconds
-per call, so they are refreshed every `process_interval_s` rather than every sample.
+per call, so they are refreshed every `process_interval_s` rather than every sample, except while
+a job on the node shares a device: then every sample, so that the watchdog judges each job's
+per-process memory (`usedGpuMemory`; None where NVML answers NVML_VALUE_NOT_AVAILABLE) fresh.
 """
 
 from __future__ import annotations
@@ -121,7 +123,10 @@ class NvmlProvider:
             return DeviceSample(**base, memory_total_bytes=dev.memory_total_bytes, lost=True)
         try:
             readings = self._readings(dev)
-            if now - dev.processes_read_at >= self._process_interval_s:
+            # A job held to a reservation is judged on every sample (telemetry/watchdog.py):
+            # a list kept from seconds ago would count one reading as several.
+            fresh = bool(context.reservations)
+            if fresh or now - dev.processes_read_at >= self._process_interval_s:
                 dev.raw_processes = self._processes(dev)
                 dev.processes_read_at = now
         except GpuLost:

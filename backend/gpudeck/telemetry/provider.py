@@ -4,7 +4,7 @@ them back."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -29,6 +29,12 @@ class SampleContext:
     managed_pids: Mapping[int, ManagedPid] = field(default_factory=dict)
     # device uuid -> its holder; read from the database only for providers that need it.
     placements: Mapping[str, Placement] = field(default_factory=dict)
+    # job id -> the bytes it reserved on each of its devices, for jobs that share a device; the
+    # watchdog (telemetry/watchdog.py) holds these jobs, and only these, to their reservation.
+    reservations: Mapping[int, int] = field(default_factory=dict)
+    # device uuid -> the sharing jobs placed on it (several per device); read, like
+    # `placements`, only for providers that need it (simulated devices).
+    shared_placements: Mapping[str, Sequence[Placement]] = field(default_factory=dict)
 
 
 class Provider(Protocol):

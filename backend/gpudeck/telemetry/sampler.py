@@ -1,4 +1,5 @@
-"""The per-node sampler: every interval, read all devices once, append one `NodeSample` to the
+"""The per-node sampler: every interval, read all devices once, hold each sharing job to its
+memory reservation (telemetry/watchdog.py, telemetry/enforce.py), append one `NodeSample` to the
 node's capped Redis stream, and keep the device inventory (and external processes) current."""
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import redis
 
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.devices import DeviceInfo
+from gpudeck.telemetry.enforce import enforce
 from gpudeck.telemetry.provider import Placement, Provider, SampleContext
 from gpudeck.telemetry.schema import DeviceSample, NodeSample, Source
+from gpudeck.telemetry.watchdog import Watchdog, device_uses
 
 log = logging.getLogger(__name__)
 INVENTORY_REFRESH_S = 30.0
@@ -41,6 +44,19 @@ class SamplerStore(Protocol):
 
     def record_rank_peaks(self, peaks: Mapping[tuple[int, int], int]) -> None:
         """Raise each (job, rank)'s measured peak device memory to at least the given bytes."""
+        ...
+
+
+class SharingSource(Protocol):
+    """Which jobs share this node's devices, and what each reserved. The database side of
+    sharing provides it; without one, no job is held to a reservation (every job is exclusive)."""
+
+    def reservations(self, node: str) -> Mapping[int, int]:
+        """Job id -> the bytes it reserved on each of its devices on `node`."""
+        ...
+
+    def shared_placements(self, node: str) -> Mapping[str, Sequence[Placement]]:
+        """Device uuid -> the sharing jobs placed on it (read for simulated devices only)."""
         ...
 
 
@@ -84,6 +100,8 @@ class Sampler:
         history_s: float = 900,
         inventory_refresh_s: float = INVENTORY_REFRESH_S,
         clock: Callable[[], float] = time.time,
+        sharing: SharingSource | None = None,
+        watchdog: Watchdog | None = None,
     ) -> None:
         self.provider = provider
         self.node = node
@@ -93,6 +111,8 @@ class Sampler:
         self.maxlen = stream.stream_maxlen(history_s, interval_s)
         self.inventory_refresh_s = inventory_refresh_s
         self.clock = clock
+        self.sharing = sharing
+        self.watchdog = watchdog or Watchdog()
         self.errors_pending = 0
         self._inventory_state: InventoryState | None = None
         self._inventory_at = float("-inf")
@@ -104,11 +124,7 @@ class Sampler:
         """Take one sample and publish it; raises when Redis or the database fail."""
         started = time.perf_counter()
         sampled_at = datetime.fromtimestamp(self.clock(), UTC)
-        placements: Mapping[str, Placement] = {}
-        if self.provider.needs_placements:
-            placements = self.store.placements(self.node)
-        context = SampleContext(stream.managed_pids(self.redis, self.node), placements)
-        devices = self.provider.read(context)
+        devices = self._read_and_enforce()
         sample = NodeSample(
             node=self.node,
             source=self.provider.source,
@@ -120,6 +136,29 @@ class Sampler:
         self._maybe_upsert_inventory(devices)
         self._record_peaks(sample)
         return sample
+
+    def _context(self) -> SampleContext:
+        placements: Mapping[str, Placement] = {}
+        shared: Mapping[str, Sequence[Placement]] = {}
+        reservations: Mapping[int, int] = {}
+        if self.provider.needs_placements:
+            placements = self.store.placements(self.node)
+        if self.sharing is not None:
+            reservations = self.sharing.reservations(self.node)
+            if self.provider.needs_placements:
+                shared = self.sharing.shared_placements(self.node)
+        managed = stream.managed_pids(self.redis, self.node)
+        return SampleContext(managed, placements, reservations, shared)
+
+    def _read_and_enforce(self) -> list[DeviceSample]:
+        """Read every device, then kill what runs over its reservation at once: before the
+        publish and the database writes, so their failures cannot delay a kill."""
+        context = self._context()
+        devices = self.provider.read(context)
+        uses = device_uses(self.node, devices)
+        for decision in self.watchdog.observe(uses, context.reservations):
+            enforce(self.redis, decision, context.managed_pids)
+        return devices
 
     def _record_peaks(self, sample: NodeSample) -> None:
         """Write a job's peak only when it grew: one UPDATE per new high, not per sample."""

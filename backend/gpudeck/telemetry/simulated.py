@@ -7,6 +7,16 @@ clock follow the work the rank's process (and its children) actually does: its C
 the wall time since the last read, one core's worth counting as a busy device. A script that
 sleeps reads 0 % at idle power; one that computes reads busy. No number is made up beyond that
 mapping, so the board cannot show a sleeping job as a device at work.
+
+A device shared by several jobs (`SampleContext.shared_placements`) lists each sharing job's
+processes with the memory they really hold: the job's registered process (its rank, or the
+job's guard for a job whose ranks are not registered, such as a script's torchrun) and every
+descendant of it, each with its proportional set size (PSS, from /proc/<pid>/smaps_rollup; RSS
+where PSS cannot be read). PSS rather than RSS because a job's processes are summed by the
+watchdog, and pages a forked child shares with its parent would count once per process in RSS;
+for a lone process the two agree. The device's used memory is then the sum of these, so a test
+(or a script) that allocates real host memory is seen, and judged, exactly as NVML's per-process
+`usedGpuMemory` is on a GPU: to grow past a reservation, allocate past it.
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import psutil
 
@@ -22,7 +32,7 @@ from gpudeck.core.config import SimulatedDeviceSpec
 from gpudeck.telemetry.devices import DeviceInfo
 from gpudeck.telemetry.processes import process_view
 from gpudeck.telemetry.provider import Placement, SampleContext
-from gpudeck.telemetry.schema import DeviceSample, Source
+from gpudeck.telemetry.schema import DeviceSample, GpuProcess, Source
 from gpudeck.telemetry.stream import ManagedPid
 
 SOURCE = "simulated"
@@ -78,6 +88,61 @@ def process_cpu_seconds(pid: int) -> float | None:
     return total
 
 
+MemoryBytes = Callable[[int], int | None]
+
+
+def process_memory_bytes(pid: int) -> int | None:
+    """The memory a process really holds: its PSS, or its RSS where PSS cannot be read; None
+    when the process is gone or not visible."""
+    try:
+        process = psutil.Process(pid)
+        try:
+            return int(process.memory_full_info().pss)
+        except (psutil.AccessDenied, AttributeError):
+            return int(process.memory_info().rss)
+    except psutil.Error:
+        return None
+
+
+def job_family(pid: int) -> list[int]:
+    """A process and its live descendants; empty when it is gone."""
+    try:
+        process = psutil.Process(pid)
+        return [pid, *(child.pid for child in process.children(recursive=True))]
+    except psutil.Error:
+        return []
+
+
+RankPids = Mapping[tuple[int, int | None], tuple[int, ManagedPid]]
+
+
+def sharing_processes(
+    placements: Sequence[Placement],
+    registered: RankPids,
+    memory_bytes: MemoryBytes = process_memory_bytes,
+) -> list[GpuProcess]:
+    """The processes of the jobs sharing one device: each job's registered process for the
+    placed rank (else the job's process that is no rank) and its descendants, with their
+    memory. A process that ended between the listing and the read is left out."""
+    processes: list[GpuProcess] = []
+    for placement in placements:
+        if placement.status not in ("starting", "running"):
+            continue
+        found = registered.get((placement.job_id, placement.rank)) or registered.get(
+            (placement.job_id, None)
+        )
+        if found is None:
+            continue
+        root, entry = found
+        for pid in job_family(root):
+            used = memory_bytes(pid)
+            if used is not None:
+                processes.append(
+                    process_view(pid, used, entry, is_rank=pid == root and entry.rank is not None)
+                )
+    return processes
+
+
 def job_memory_bytes(placement: Placement, total: int) -> int:
     """What a job holds on a device: its estimate, or the default share, never beyond total."""
     full = placement.memory_bytes or int(total * DEFAULT_JOB_FRACTION)
@@ -97,11 +162,13 @@ class SimulatedProvider:
         interval_s: float = 1.0,
         clock: Callable[[], float] = time.time,
         cpu_seconds: CpuSeconds = process_cpu_seconds,
+        memory_bytes: MemoryBytes = process_memory_bytes,
     ) -> None:
         self._devices = simulated_inventory(spec, node)
         self._interval_s = interval_s
         self._clock = clock
         self._cpu_seconds = cpu_seconds
+        self._memory_bytes = memory_bytes
         # pid -> (CPU seconds, wall time) at the last read, and the share busy then
         self._last: dict[int, tuple[float, float]] = {}
         self._busy: dict[int, float] = {}
@@ -118,8 +185,20 @@ class SimulatedProvider:
             if entry.rank is not None
         }
         busy = self._measure([pid for pid, _ in rank_pids.values()], now)
+        registered: RankPids = {
+            (entry.job_id, entry.rank): (pid, entry) for pid, entry in context.managed_pids.items()
+        }
         return [
-            self._read_device(d, context.placements.get(d.uuid), tick, rank_pids, busy)
+            self._read_device(
+                d,
+                context.placements.get(d.uuid),
+                tick,
+                rank_pids,
+                busy,
+                sharing_processes(
+                    context.shared_placements.get(d.uuid, ()), registered, self._memory_bytes
+                ),
+            )
             for d in self._devices
         ]
 
@@ -154,6 +233,7 @@ class SimulatedProvider:
         tick: int,
         rank_pids: dict[tuple[int, int], tuple[int, ManagedPid]],
         busy_by_pid: dict[int, float],
+        sharing: list[GpuProcess],
     ) -> DeviceSample:
         active = placement is not None and placement.status in ("starting", "running")
         used = job_memory_bytes(placement, d.memory_total_bytes) if active and placement else 0
@@ -164,6 +244,9 @@ class SimulatedProvider:
             if found is not None:
                 processes.append(process_view(found[0], used, found[1]))
                 busy = busy_by_pid.get(found[0], 0.0)
+        processes += sharing
+        used = min(d.memory_total_bytes, used + sum(p.used_memory_bytes or 0 for p in sharing))
+        busy = min(1.0, busy + sum(busy_by_pid.get(p.pid, 0.0) for p in sharing))
         n = noise(d.uuid, tick)  # a degree of wobble in the temperature, nothing else
         return DeviceSample(
             uuid=d.uuid,
