@@ -48,7 +48,7 @@ class Context(Protocol):
     def redis(self) -> redis.Redis: ...
 
 
-SUBMIT_PER_PASS = 200  # sbatch calls per cluster and pass: a huge sweep goes in over passes
+STOP_MARKER = "stop-signal"  # the batch shell made it: USR1 came (the time limit, or a cancel)
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,10 @@ class ClusterPass:
             ntasks_per_node=per_node,
             gpus_per_node=per_node,
             time_limit_s=job.time_limit_s,
+            # The warning before the limit, for a final checkpoint: 2 minutes, less for a
+            # short limit (Slurm checks limits every 30 s, so it may come 30 s late).
+            signal_before_s=min(120, max(1, job.time_limit_s // 4)),
+            signal_marker=PurePosixPath(run_dir / STOP_MARKER),
             env={"PYTHONUNBUFFERED": "1", "GPUDECK_OWNER": job.owner},
         )
 
@@ -234,8 +238,10 @@ class ClusterPass:
         if follower is None:  # it started and ended between two polls
             follower = self.follower(job)
         rank_error = follower.close()
+        run_dir, _ = job_paths(self.cluster.shared_dir, job.id)
+        signalled = (run_dir / STOP_MARKER).exists()
         with transaction(self.ctx.sessions) as session:
-            ended = slurm_runs.finish(session, job.id, read, rank_error)
+            ended = slurm_runs.finish(session, job.id, read, rank_error, signalled=signalled)
             said = (ended.id, JobStatus(ended.status), ended.error) if ended else None
         if said is not None:
             self._say(*said)

@@ -62,6 +62,9 @@ class BatchSpec:
     # Each rank's output to <rank_logs>/rank<global rank>.log (srun's %t), where GPUDeck ships
     # it from; None: all ranks into the batch output.
     rank_logs: PurePosixPath | None = None
+    # A file the batch shell creates when USR1 reaches it: ranks that return after the time
+    # limit's warning end COMPLETED in Slurm's books, and this says it was the limit.
+    signal_marker: PurePosixPath | None = None
 
     def __post_init__(self) -> None:
         if not self.argv:
@@ -74,7 +77,7 @@ class BatchSpec:
             value = getattr(self, name)
             if value is not None and not _NAME.fullmatch(value):
                 raise ValueError(f"{name} {value!r} is not a Slurm name")
-        for name in ("output_dir", "rank_logs"):
+        for name in ("output_dir", "rank_logs", "signal_marker"):
             path = getattr(self, name)
             if path is not None and not _PATH.fullmatch(str(path)):
                 raise ValueError(f"{name} must be an absolute plain path, not {path}")
@@ -94,15 +97,19 @@ def render(spec: BatchSpec) -> str:
     lines += [f"export {key}={shlex.quote(value)}" for key, value in sorted(exports.items())]
     if spec.array is not None:
         lines.append(f"export GPUDECK_MEMBER_INDEX=$(({spec.array.offset} + SLURM_ARRAY_TASK_ID))")
+    # A plain path (checked): nothing in it can leave the trap's single quotes.
+    mark = f"touch {spec.signal_marker}; " if spec.signal_marker is not None else ""
     srun = ["srun", "--kill-on-bad-exit=1"]
     if spec.rank_logs is not None:
         srun.append(f"--output={spec.rank_logs / 'rank%t.log'}")
+    if spec.signal_marker is not None:
+        lines.append(f"rm -f {spec.signal_marker}  # a requeued job starts unsignalled")
     lines += [
         f"{shlex.join([*srun, *spec.argv])} &",
         "ranks=$!",
         "# USR1 reaches this shell before the time limit (--signal=B:) and on GPUDeck's cancel",
         "# (scancel --batch --signal=USR1): every rank gets it, for a final checkpoint.",
-        "trap 'kill -USR1 \"$ranks\" 2>/dev/null' USR1",
+        f"trap '{mark}kill -USR1 \"$ranks\" 2>/dev/null' USR1",
         "while :; do",
         '  wait "$ranks"; status=$?',
         '  (( status > 128 )) && kill -0 "$ranks" 2>/dev/null || break  # woken by the trap',

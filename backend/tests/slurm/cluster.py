@@ -40,6 +40,8 @@ NODES = ("n1", "n2")
 GPUS_PER_NODE = 2
 GPU_TYPE = "h100"
 PARTITION = "gpu"
+# A second partition with a time limit (minutes, as Slurm keeps them), for limit checks.
+SHORT_PARTITION, SHORT_MAX_MINUTES = "short", 5
 MAX_ARRAY_SIZE = 1001
 CLUSTER_NAME = "gpudeck-test"
 NVIDIA_MAJOR = 195
@@ -129,6 +131,10 @@ class SlurmCluster:
             ]
             for k, node in enumerate(NODES)
         }
+
+    def run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        """A Slurm command against this cluster, as an admin at the login node would run it."""
+        return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=30)
 
     # -- the controller, for outage tests --------------------------------------------------
 
@@ -307,6 +313,7 @@ AccountingStorageTRES=gres/gpu,gres/gpu:{GPU_TYPE}
 AccountingStoreFlags=job_comment
 {nodes}
 PartitionName={PARTITION} Nodes={",".join(NODES)} Default=YES MaxTime=INFINITE State=UP
+PartitionName={SHORT_PARTITION} Nodes={",".join(NODES)} MaxTime={SHORT_MAX_MINUTES} State=UP
 """
 
     def _gres_conf(self) -> str:

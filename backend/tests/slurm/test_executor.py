@@ -15,10 +15,12 @@ import psutil
 import pytest
 import redis
 from fastapi.testclient import TestClient
-from slurm.cluster import PARTITION, SlurmCluster
+from slurm.cluster import PARTITION, SHORT_MAX_MINUTES, SHORT_PARTITION, SlurmCluster
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
+from gpudeck.models import Job
 from gpudeck.scheduler.slurm_pass import SlurmExecutor
 from gpudeck.services.executors import slurm_target
 
@@ -70,7 +72,8 @@ def lab(client: TestClient, slurm_cluster: SlurmCluster, settings: Settings) -> 
     slurm_target.FACTS.forget()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     body = {
-        "name": "lab", "partitions": [PARTITION], "shared_dir": str(settings.data_dir),
+        "name": "lab", "partitions": [PARTITION, SHORT_PARTITION],
+        "shared_dir": str(settings.data_dir),
         "slurm_conf": str(slurm_cluster.conf),
     }  # fmt: skip
     added = client.post("/api/clusters", json=body)
@@ -107,14 +110,142 @@ def test_an_sae_job_on_two_slurm_gpus_runs_to_success_with_its_metrics_logs_and_
         assert log.status_code == 200, log.text
         assert f"rank {rank} of 2" in log.text
         assert "CUDA_VISIBLE_DEVICES=0,1" in log.text and "runs on CPU with gloo" in log.text
-    metrics = client.get(f"/api/jobs/{job_id}/metrics").json()
-    steps = sorted({m["step"] for m in metrics["points"]} if "points" in metrics else [])
     assert job["progress"]["step"] == 30
+    points = client.get(f"/api/jobs/{job_id}/metrics").json()["items"]
+    assert [p["step"] for p in points] == [10, 20, 30]
+    assert all(p["metrics"]["overall_loss"] > 0 for p in points)
     checkpoints = client.get(f"/api/jobs/{job_id}/checkpoints").json()
     assert [c["step"] for c in checkpoints] == [30]
     assert Path(settings.data_dir, "checkpoints", str(job_id)).is_dir()
-    del steps
-    # No process of the job is left on any node.
-    leftovers = [p.info for p in psutil.process_iter(["pid", "cmdline"])
-                 if "gpudeck.engine.srun" in " ".join(p.info["cmdline"] or [])]  # fmt: skip
-    assert leftovers == []
+    assert rank_processes(job_id) == []
+
+
+LONG_CONFIG = {**SAE_CONFIG, "steps": 1_000_000, "checkpoint_interval": 20}
+
+
+def submit_long(client: TestClient, lab: str, **fields: Any) -> int:
+    sent = client.post(
+        "/api/jobs",
+        json={"kind": "sae", "config": LONG_CONFIG, "count": 2, "cluster": lab, **fields},
+    )
+    assert sent.status_code == 201, sent.text
+    return int(sent.json()["id"])
+
+
+def wait_progress(client: TestClient, job_id: int, step: int, timeout_s: float = 90) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        job = client.get(f"/api/jobs/{job_id}").json()
+        assert job["status"] in ("queued", "starting", "running"), job
+        if job["progress"]["step"] >= step:
+            return job
+        assert time.monotonic() < deadline, job
+        time.sleep(0.2)
+
+
+def rank_processes(job_id: int) -> list[int]:
+    """The job's rank processes on any node (the nodes are namespaces of this machine)."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        argv = proc.info["cmdline"] or []
+        # The ranks themselves, not srun's own processes (whose argv holds the same words).
+        if argv[1:3] == ["-m", "gpudeck.engine.srun"] and f"/jobs/{job_id}/" in argv[-1]:
+            found.append(proc.info["pid"])
+    return found
+
+
+def steps_of(client: TestClient, job_id: int) -> list[int]:
+    return [c["step"] for c in client.get(f"/api/jobs/{job_id}/checkpoints").json()]
+
+
+def test_cancel_mid_run_writes_a_final_checkpoint_and_leaves_no_rank(
+    client: TestClient, lab: str, executor: SlurmExecutor
+) -> None:
+    job_id = submit_long(client, lab)
+    wait_progress(client, job_id, 25)
+    assert len(rank_processes(job_id)) == 2
+    asked = client.post(f"/api/jobs/{job_id}/cancel")
+    assert asked.status_code in (200, 202), asked.text
+    job = wait_job(client, job_id, TERMINAL, timeout_s=60)
+    assert job["status"] == "cancelled", job["error"]
+    # The final checkpoint is the step it stopped at, past the last interval's.
+    final = max(steps_of(client, job_id))
+    assert final == job["progress"]["step"] and final > 25
+    assert rank_processes(job_id) == []
+
+
+@pytest.mark.long
+def test_the_time_limit_ends_it_as_timeout_after_a_final_checkpoint(
+    client: TestClient, lab: str, executor: SlurmExecutor, slurm_cluster: SlurmCluster
+) -> None:
+    job_id = submit_long(client, lab, time_limit_s=600)
+    job = wait_progress(client, job_id, 5)
+    # Slurm keeps limits in minutes and checks them every 30 s: the end moved 31 s ahead
+    # comes through the same check as a real limit (tests/slurm/test_cancel.py).
+    moved = slurm_cluster.run(
+        ["scontrol", "update", f"JobId={job['slurm_job_id']}", "EndTime=now+31"]
+    )
+    assert moved.returncode == 0, moved.stderr
+    job = wait_job(client, job_id, TERMINAL, timeout_s=120)
+    assert job["status"] == "timeout", job["error"]
+    assert max(steps_of(client, job_id)) == job["progress"]["step"]
+    assert rank_processes(job_id) == []
+
+
+def test_a_requeued_job_is_one_job_with_two_attempts_resumed_from_its_checkpoint(
+    client: TestClient, lab: str, executor: SlurmExecutor, slurm_cluster: SlurmCluster
+) -> None:
+    config = {**SAE_CONFIG, "steps": 120, "checkpoint_interval": 20}
+    sent = client.post(
+        "/api/jobs", json={"kind": "sae", "config": config, "count": 2, "cluster": lab}
+    )
+    job_id = sent.json()["id"]
+    job = wait_progress(client, job_id, 45)
+    requeued = slurm_cluster.run(["scontrol", "requeue", job["slurm_job_id"]])
+    assert requeued.returncode == 0, requeued.stderr
+    # GPUDeck sees it wait again, as the same job (its first attempt ended).
+    waiting = wait_job(client, job_id, {"queued"}, timeout_s=60)
+    assert waiting["slurm"]["attempts"] == 1 and waiting["slurm_job_id"] == job["slurm_job_id"]
+    # slurmctld holds a requeued job back for 2 minutes (its begin time); let it go now.
+    slurm_cluster.run(["scontrol", "update", f"JobId={job['slurm_job_id']}", "StartTime=now"])
+    job = wait_job(client, job_id, TERMINAL, timeout_s=120)
+    assert job["status"] == "succeeded", job["error"]
+    assert job["slurm"]["attempts"] == 2
+    log = client.get(f"/api/jobs/{job_id}/logs", params={"rank": 0, "tail": 100_000}).text
+    assert "resuming from its own checkpoint step_" in log
+    assert max(steps_of(client, job_id)) == 120
+    runs = [r["outcome"] for r in client.get(f"/api/jobs/{job_id}/segments").json()]
+    assert runs == ["preempted", "succeeded"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"partition": "nosuch"}, "partition", "not one of cluster lab's partitions (gpu, short)"),
+        ({"count": 4}, "count", "partition gpu's nodes have at most 2 each; spread it: nodes=2"),
+        ({"count": 3}, "count", "3 GPUs on one node: partition gpu's nodes have at most 2 each"),
+        ({"count": 6, "nodes": 3}, "nodes", "3 nodes with 2 GPUs each: partition gpu has 2"),
+        ({"partition": SHORT_PARTITION, "time_limit_s": 3600}, "time_limit_s",
+         f"over partition short's time limit of {SHORT_MAX_MINUTES * 60} s"),
+        ({"cluster": "elsewhere"}, "cluster", "no cluster 'elsewhere'"),
+        ({"devices": [{"index": 0}], "count": None}, "body", "takes a count"),
+    ],
+)  # fmt: skip
+def test_what_the_cluster_cannot_run_is_refused_naming_the_field_and_nothing_is_submitted(
+    client: TestClient,
+    lab: str,
+    slurm_cluster: SlurmCluster,
+    db: Session,
+    fields: dict[str, Any],
+    field: str,
+    words: str,
+) -> None:
+    before = slurm_cluster.run(["squeue", "--noheader", "--states=all", "-o", "%i"]).stdout
+    body = {"kind": "sae", "config": SAE_CONFIG, "count": 2, "cluster": lab, **fields}
+    refused = client.post("/api/jobs", json={k: v for k, v in body.items() if v is not None})
+    assert refused.status_code == 422, refused.text
+    [error] = refused.json()["detail"]
+    assert field in error["loc"] and words in error["msg"], error
+    assert db.scalar(select(func.count()).select_from(Job)) == 0
+    after = slurm_cluster.run(["squeue", "--noheader", "--states=all", "-o", "%i"]).stdout
+    assert after == before

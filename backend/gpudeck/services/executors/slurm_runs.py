@@ -170,10 +170,18 @@ def apply_live(session: Session, job_id: int, read: JobState) -> Seen:
     return seen
 
 
-def finish(session: Session, job_id: int, read: JobState, rank_error: str | None) -> Job | None:
+def finish(
+    session: Session,
+    job_id: int,
+    read: JobState,
+    rank_error: str | None,
+    *,
+    signalled: bool = False,
+) -> Job | None:
     """Slurm ended the job: its end in GPUDeck's words. A cancel GPUDeck asked for reads
-    `cancelled` however the ranks left (they return after their final checkpoint); a failure
-    names the rank's error when one reported it, else Slurm's state, exit and nodes."""
+    `cancelled` however the ranks left (they return after their final checkpoint); ranks that
+    returned after the time limit's warning (`signalled`, with no cancel asked) read `timeout`;
+    a failure names the rank's error when one reported it, else Slurm's state, exit, nodes."""
     job = job_state.lock_job(session, job_id)
     status = JobStatus(job.status)
     if status not in LIVE:
@@ -183,7 +191,7 @@ def finish(session: Session, job_id: int, read: JobState, rank_error: str | None
     if read.nodes:
         view["nodes"] = read.nodes
     job.slurm = view
-    target, error = _end_of(read, job.cancel_requested_at is not None, rank_error)
+    target, error = _end_of(read, job.cancel_requested_at is not None, rank_error, signalled)
     if status is JobStatus.queued and target is not JobStatus.cancelled:
         job_state.transition(session, job_id, JobStatus.starting)  # it ran, between two polls
     if JobStatus(job.status) is JobStatus.starting and target is not JobStatus.cancelled:
@@ -192,11 +200,13 @@ def finish(session: Session, job_id: int, read: JobState, rank_error: str | None
 
 
 def _end_of(
-    read: JobState, cancel_asked: bool, rank_error: str | None
+    read: JobState, cancel_asked: bool, rank_error: str | None, signalled: bool
 ) -> tuple[JobStatus, str | None]:
     where = f" on {read.nodes}" if read.nodes else ""
     if cancel_asked:
         return JobStatus.cancelled, None
+    if read.state == "succeeded" and signalled:
+        return JobStatus.timeout, "stopped at its time limit, after a final checkpoint"
     if read.state == "succeeded":
         return JobStatus.succeeded, None
     if read.state == "timeout":

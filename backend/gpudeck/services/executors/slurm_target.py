@@ -144,17 +144,21 @@ def _check_partition(facts: ClusterFacts, partition: str, nodes: int, per_node: 
         known = ", ".join(sorted(facts.partitions)) or "none"
         why = f"Slurm has no partition {partition!r} (it has {known})"
         raise InvalidInput([("partition", why)])
-    members = [n for n in facts.nodes if partition in n.partitions]
-    most = max((sum(g.count for g in n.gpus) for n in members), default=0)
+    gpus = [sum(g.count for g in n.gpus) for n in facts.nodes if partition in n.partitions]
+    most = max(gpus, default=0)
     if per_node > most:
-        raise InvalidInput(
-            [("count", f"{per_node} GPUs on one node: partition {partition}'s nodes have at most "
-              f"{most} each" + (f"; spread it, e.g. nodes={-(-per_node // most)}" if most else ""))]
+        count = per_node * nodes
+        # The fewest nodes that split the count evenly within what the partition's nodes hold.
+        spread = next(
+            (m for m in range(nodes + 1, len(gpus) + 1)
+             if count % m == 0 and sum(1 for g in gpus if g >= count // m) >= m),
+            None,
         )  # fmt: skip
-    able = sum(1 for n in members if sum(g.count for g in n.gpus) >= per_node)
+        hint = f"; spread it: nodes={spread}" if spread else ""
+        why = f"{per_node} GPUs on one node: partition {partition}'s nodes have at most {most} each"
+        raise InvalidInput([("count", why + hint)])
+    able = sum(1 for g in gpus if g >= per_node)
     if nodes > able:
-        raise InvalidInput(
-            [("nodes", f"{nodes} nodes with {per_node} GPUs each: partition {partition} has "
-              f"{able}")]
-        )  # fmt: skip
+        why = f"{nodes} nodes with {per_node} GPUs each: partition {partition} has {able}"
+        raise InvalidInput([("nodes", why)])
     return info.max_time_s
