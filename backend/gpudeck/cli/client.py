@@ -21,6 +21,7 @@ from gpudeck.cli.http import (
     request,
     table,
 )
+from gpudeck.cli.slurm_lines import ClusterOption, PartitionOption, cluster_place, submitted_line
 
 
 def gpus(url: UrlOption = "", as_json: JsonOption = False) -> None:
@@ -56,6 +57,8 @@ def submit(
     devices_per_node: Annotated[
         int | None, typer.Option(help="with --count: exactly this many devices on each node")
     ] = None,
+    cluster: ClusterOption = None,
+    partition: PartitionOption = None,
     name: Annotated[str | None, typer.Option(help="a name for the job")] = None,
     force: Annotated[bool, typer.Option(help="skip the free-memory check")] = False,
     no_queue: sched.NoQueueOption = False,
@@ -74,7 +77,8 @@ def submit(
 ) -> None:
     """Submit a job on chosen devices (--gpus) or on any (--count, on one node, or spread over
     nodes with --nodes or --devices-per-node); it waits in the queue while they are busy
-    (--no-queue: fail instead)."""
+    (--no-queue: fail instead). With --cluster it runs on that Slurm cluster: --count GPUs
+    (--nodes to span nodes) in --partition, placed by Slurm."""
     config_obj = read_config(config)
     url = url or default_url()
     if on_output is not None:
@@ -88,6 +92,8 @@ def submit(
         body["name"] = name
     # Checked by the API (a 422 naming the field), with --gpus too.
     body |= {k: v for k, v in (("nodes", nodes), ("devices_per_node", devices_per_node)) if v}
+    # Checked by the API too: a partition without a cluster, or a cluster with --gpus, is a 422.
+    body |= {k: v for k, v in (("cluster", cluster), ("partition", partition)) if v}
     if gpus is not None:
         try:
             body["devices"] = [{"index": int(i), "node": node} for i in gpus.split(",")]
@@ -103,10 +109,13 @@ def submit(
     if as_json:
         print(json.dumps(job, indent=2))
     else:
-        if job["status"] == "queued" and not job.get("queue"):
-            # the submit answer runs no scheduling pass; reading the job does (place and reason)
-            job = request("GET", url, f"/api/jobs/{job['id']}")
-        console.print(sched.describe_submitted(job))
+        if job.get("cluster"):
+            console.print(submitted_line(job))
+        else:
+            if job["status"] == "queued" and not job.get("queue"):
+                # the submit answer runs no scheduling pass; reading the job does (place, reason)
+                job = request("GET", url, f"/api/jobs/{job['id']}")
+            console.print(sched.describe_submitted(job))
     if wait:
         wait_for(url, job["id"])
 
@@ -144,7 +153,10 @@ def jobs(
 
 
 def held_devices(job: dict[str, Any]) -> str:
-    """`vm:0,1`, or `a:0,1 b:0,1` for a job across nodes; `-` for one that never held any."""
+    """`vm:0,1`, or `a:0,1 b:0,1` for a job across nodes; `-` for one that never held any;
+    `lab (Slurm)` for a job on Slurm cluster lab (Slurm's nodes are in `gpudeck show`)."""
+    if place := cluster_place(job):
+        return place
     by_node: dict[str, list[str]] = {}
     for d in job["devices"]:
         by_node.setdefault(d["node"], []).append(str(d["index"]))

@@ -29,6 +29,7 @@ from gpudeck.cli.http import (
 )
 from gpudeck.cli.job_figures import bar_lines, figure_rows, latest_values
 from gpudeck.cli.scheduling import describe_submitted
+from gpudeck.cli.slurm_lines import cluster_place, slurm_rows
 
 FIGURE_STEPS = 10_000  # `show` reads the metrics of this many last steps for the figures
 JobArg = Annotated[int, typer.Argument(min=1, help="the job's id")]
@@ -52,12 +53,13 @@ def show(job_id: JobArg, url: UrlOption = "", as_json: JsonOption = False) -> No
         return
     total = job["progress"]["total"]
     devices = ", ".join(str(d["index"]) for d in job["devices"])
+    where = cluster_place(job) or f"{job['node']}: {devices or '-'}"
     rows = [
         ("job", f"{job['id']} {job['name']}"),
         ("kind", job["kind"]),
         ("status", job["status"]),
         ("owner", job["owner"]),
-        ("devices", f"{job['node']}: {devices or '-'} ({job['world_size']} ranks)"),
+        ("devices", f"{where} ({job['world_size']} ranks)"),
         (
             "progress",
             f"{job['progress']['step']}/{total}" if total else str(job["progress"]["step"]),
@@ -69,6 +71,7 @@ def show(job_id: JobArg, url: UrlOption = "", as_json: JsonOption = False) -> No
         ("estimate / device", gib(job["estimate_bytes_per_device"])),
         ("peak / device", gib(job["peak_memory_bytes"])),
     ]
+    rows += slurm_rows(job)
     rows += _memory_rows(job)
     kind = request("GET", url or default_url(), f"/api/kinds/{job['kind']}")
     latest = _latest(url or default_url(), job)
