@@ -9,14 +9,14 @@ sleeps reads 0 % at idle power; one that computes reads busy. No number is made 
 mapping, so the board cannot show a sleeping job as a device at work.
 
 A device shared by several jobs (`SampleContext.shared_placements`) lists each sharing job's
-processes with the memory they really hold: the job's registered process (its rank, or the
-job's guard for a job whose ranks are not registered, such as a script's torchrun) and every
-descendant of it, each with its proportional set size (PSS, from /proc/<pid>/smaps_rollup; RSS
-where PSS cannot be read). PSS rather than RSS because a job's processes are summed by the
-watchdog, and pages a forked child shares with its parent would count once per process in RSS;
-for a lone process the two agree. The device's used memory is then the sum of these, so a test
-(or a script) that allocates real host memory is seen, and judged, exactly as NVML's per-process
-`usedGpuMemory` is on a GPU: to grow past a reservation, allocate past it.
+processes with the memory they really hold: the job's registered rank on that device (a script
+job's torchrun ranks are registered too) and every descendant of it (DataLoader workers), each
+with its proportional set size (PSS, from /proc/<pid>/smaps_rollup; RSS where PSS cannot be
+read). PSS rather than RSS because the watchdog sums a job's processes, and pages a forked child
+shares with its parent would count once per process in RSS; for a lone process the two agree.
+The device's used memory is then the sum of these, so a test (or a script) that allocates real
+host memory is seen, and judged, exactly as NVML's per-process `usedGpuMemory` is on a GPU: to
+grow past a reservation, allocate past it.
 """
 
 from __future__ import annotations
@@ -122,15 +122,15 @@ def sharing_processes(
     memory_bytes: MemoryBytes = process_memory_bytes,
 ) -> list[GpuProcess]:
     """The processes of the jobs sharing one device: each job's registered process for the
-    placed rank (else the job's process that is no rank) and its descendants, with their
-    memory. A process that ended between the listing and the read is left out."""
+    placed rank and its descendants, with their memory. Not the job's guard (a process that is
+    no rank): its family holds the job's ranks on every device. A rank not registered yet is
+    not listed, as NVML lists no process before it creates its context; one that ended
+    between the listing and the read is left out."""
     processes: list[GpuProcess] = []
     for placement in placements:
         if placement.status not in ("starting", "running"):
             continue
-        found = registered.get((placement.job_id, placement.rank)) or registered.get(
-            (placement.job_id, None)
-        )
+        found = registered.get((placement.job_id, placement.rank))
         if found is None:
             continue
         root, entry = found

@@ -19,7 +19,7 @@ from gpudeck.telemetry.stream import ManagedPid
 GIB = 1024**3
 MIB = 1024**2
 SHARING, OTHER, EXCLUSIVE = 31, 32, 33
-# A process with one child, as a script job's guard above its torchrun.
+# A process with one child, as a rank with a DataLoader worker.
 PARENT = (
     "import subprocess, sys, time\n"
     "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
@@ -52,20 +52,27 @@ def test_a_shared_device_lists_every_process_of_each_placed_job_with_its_memory(
     families: list[psutil.Process],
 ) -> None:
     rank, rank_child = start_family(families)
+    other, other_child = start_family(families)
     guard, guard_child = start_family(families)
-    declared = {rank: 3 * GIB, rank_child: GIB, guard: 2 * GIB, guard_child: 512 * MIB}
+    declared = {rank: 3 * GIB, rank_child: GIB, other: 2 * GIB, other_child: 512 * MIB}
+    listed_bytes = sum(declared.values())
+    declared |= {guard: GIB, guard_child: GIB}  # what it would add, were it listed
     sim = SimulatedProvider(SimulatedDeviceSpec.parse("2x80GiB"), "n1", memory_bytes=declared.get)
     shared, whole = sim.inventory()
     context = SampleContext(
         managed_pids={
             rank: ManagedPid(SHARING, 0, "sae"),
-            guard: ManagedPid(OTHER, None, "script"),  # its ranks are not registered
+            other: ManagedPid(OTHER, 0, "script"),
+            # A job's guard (no rank): its family holds the job's ranks on every device, so it
+            # is never listed for one device, and a job with no rank registered lists nothing.
+            guard: ManagedPid(OTHER + 1, None, "script"),
         },
         placements={whole.uuid: Placement(EXCLUSIVE, 0, "running", 10 * GIB)},
         shared_placements={
             shared.uuid: [
                 Placement(SHARING, 0, "running", None),
                 Placement(OTHER, 0, "running", None),
+                Placement(OTHER + 1, 0, "running", None),
                 Placement(EXCLUSIVE + 1, 0, "queued", None),  # holds nothing yet
             ]
         },
@@ -75,11 +82,11 @@ def test_a_shared_device_lists_every_process_of_each_placed_job_with_its_memory(
     assert listed == {
         (rank, SHARING, 0, 3 * GIB),
         (rank_child, SHARING, None, GIB),
-        (guard, OTHER, None, 2 * GIB),
-        (guard_child, OTHER, None, 512 * MIB),
+        (other, OTHER, 0, 2 * GIB),
+        (other_child, OTHER, None, 512 * MIB),
     }
-    assert first.memory_used_bytes == sum(declared.values())
-    assert first.memory_free_bytes == 80 * GIB - sum(declared.values())
+    assert first.memory_used_bytes == listed_bytes
+    assert first.memory_free_bytes == 80 * GIB - listed_bytes
     assert second.memory_used_bytes == 10 * GIB  # an exclusive job reads its estimate, as before
 
 
