@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { frontendDir, installExampleKind, launchBrowser, pythonPathWith, repoDir, startServer, waitFor } from "./lib.mjs";
+import { clusterTests } from "./clusters.mjs";
 import { compareTests } from "./compare.mjs";
 import { kindsTests, runAgainTests, SCRIPT_ENV } from "./kinds.mjs";
 import { mapCodeRoot, mapTests } from "./map.mjs";
@@ -403,6 +404,7 @@ async function main() {
     await settingsTests({ test, page, server, url, shot });
     await compareTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
     await phoneTests({ test, page, server, url, jobTimeoutMs: JOB_TIMEOUT_MS });
+    await clusterTests({ test, page, server, url, shot });
 
     await test("no uncaught errors in the page", async () => {
       if (consoleErrors.length > 0) throw new Error(consoleErrors.join("\n"));
