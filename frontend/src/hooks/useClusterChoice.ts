@@ -28,6 +28,12 @@ export function useClusterChoice(count: number) {
       setName(next);
       setPartition(null);
     },
+    /** a run again: the cluster, partition and nodes of the job it repeats */
+    prefill: (next: string, partition: string | null, nodesAsked: number | null) => {
+      setName(next);
+      setPartition(partition);
+      setNodes(nodesAsked);
+    },
     partition,
     setPartition,
     nodes,

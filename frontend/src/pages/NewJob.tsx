@@ -55,7 +55,9 @@ export function NewJob() {
   const estimatesMemory = kindInfo.data?.estimates_memory ?? false;
   const choice = useDeviceChoice();
   const { setCount, setNodes, setSelected } = choice;
-  useRunAgain(prefill.runAgain, kind, { setName, setCount, setNodes, setSelected });
+  // on a Slurm cluster the count alone says how many ranks; Slurm picks the devices
+  const where = useClusterChoice(choice.count);
+  useRunAgain(prefill.runAgain, kind, { setName, setCount, setNodes, setSelected, setCluster: where.prefill });
   const submission = useJobSubmission();
   const scheduling = useScheduling();
   // "Sweep" (/new?sweep=1 opens it ticked): one job per combination of the values given
@@ -72,8 +74,6 @@ export function NewJob() {
   }, [dependsOn]); // eslint-disable-line react-hooks/exhaustive-deps
   const { conflict } = submission;
   const { count, strategy } = choice;
-  // on a Slurm cluster the count alone says how many ranks; Slurm picks the devices
-  const where = useClusterChoice(count);
   const onCluster = where.choice;
   const worldSize = onCluster ? count : choice.worldSize;
   const nodesError = onCluster ? null : choice.nodesError;

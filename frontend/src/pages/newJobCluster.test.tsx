@@ -199,6 +199,18 @@ describe("NewJob on a Slurm cluster", () => {
     expect(created(api)).toHaveLength(0);
   }, 15_000);
 
+  it("runs a cluster job again on the same cluster, partition, count and nodes", async () => {
+    const slurm = { partition: "gpu-long", nodes_requested: 2, attempts: 1, unknown: false };
+    const earlier = makeJob({ id: 12, status: "succeeded", devices: [], world_size: 4, cluster: "lab", slurm_job_id: "77", slurm });
+    setup({ "GET /api/jobs/12": () => json(earlier) }, "/new?kind=sae&from=12");
+    const picker = await screen.findByTestId("cluster-picker");
+    expect(screen.getByLabelText("where")).toHaveValue("lab");
+    expect(within(picker).getByLabelText("partition")).toHaveValue("gpu-long");
+    expect(within(picker).getByLabelText("GPU count")).toHaveValue(4);
+    expect(within(picker).getByLabelText("nodes")).toHaveValue(2);
+    expect(screen.getByTestId("prefilled-note")).toHaveTextContent("4 GPU(s) on Slurm cluster lab");
+  });
+
   it("shows no Where choice when no cluster is connected", async () => {
     setup({ "GET /api/clusters": () => json([]) });
     await screen.findByTestId("use-recommended");
