@@ -21,6 +21,7 @@ from gpudeck.cli.http import (
     table,
 )
 from gpudeck.cli.scheduling import start_of
+from gpudeck.cli.slurm_lines import ClusterOption, PartitionOption
 from gpudeck.cli.sweep_params import RANDOM_FORMS, parameters
 
 sweep_app = typer.Typer(no_args_is_help=True, help="Sweeps: many jobs from one spec, compared.")
@@ -52,6 +53,11 @@ def submit(
     ] = None,
     config: Annotated[str, typer.Option(help="the base config as JSON, or @file.json")] = "{}",
     count: Annotated[int, typer.Option(min=1, max=64, help="devices per member")] = 1,
+    cluster: ClusterOption = None,
+    partition: PartitionOption = None,
+    nodes: Annotated[
+        int | None, typer.Option(min=1, help="with --cluster: each member spans this many nodes")
+    ] = None,
     max_parallel: Annotated[
         int | None, typer.Option(min=1, help="at most this many members run at once")
     ] = None,
@@ -68,10 +74,15 @@ def submit(
     fields; values read as JSON), e.g.
     `gpudeck sweep submit sae --grid k=8,16,32 --grid lr=1e-3,4e-3 --max-parallel 2 --wait`,
     `--zip d_in=16,32 --zip d_sae=64,128` (d_in and d_sae in step), or
-    `--random lr=log_uniform:1e-4:1e-2 --random k=int:4:64 --draws 8 --seed 1`."""
+    `--random lr=log_uniform:1e-4:1e-2 --random k=int:4:64 --draws 8 --seed 1`.
+    With --cluster lab its members run on that Slurm cluster."""
     base = read_config(config)
+    job = {"kind": kind, "config": base, "count": count}
+    # where each member runs (--cluster): checked by the API, a 422 naming the field
+    place = {"cluster": cluster, "partition": partition, "nodes": nodes}
+    job |= {k: v for k, v in place.items() if v}
     body: dict[str, Any] = {
-        "job": {"kind": kind, "config": base, "count": count},
+        "job": job,
         "parameters": parameters(grid or [], zip_ or [], random or [], draws, seed),
     }
     if max_parallel is not None:

@@ -101,3 +101,22 @@ def test_the_clusters_refusals_name_the_field_and_create_nothing(cli_on_lab: Cli
     assert alone.returncode == 1 and "partition goes with cluster" in alone.stderr
 
     assert json.loads(cli("jobs", "--json").stdout)["items"] == []
+
+
+def test_a_sweep_submitted_with_cluster_puts_every_member_on_it(cli_on_lab: Cli) -> None:
+    cli = cli_on_lab
+    config = json.dumps(SAE_CONFIG)
+    sent = cli("sweep", "submit", "sae", "--config", config, "--grid", "seed=1,2", "--cluster",
+               "lab", "--partition", PARTITION, "--count", "2")  # fmt: skip
+    assert sent.returncode == 0, sent.stderr
+    assert "2 members" in sent.stdout
+    members = json.loads(cli("jobs", "--json").stdout)["items"]
+    assert sorted(m["config"]["seed"] for m in members) == [1, 2]
+    for member in members:
+        assert (member["status"], member["cluster"], member["world_size"]) == ("queued", "lab", 2)
+        assert member["slurm"]["partition"] == PARTITION and member["slurm_job_id"] is None
+
+    refused = cli("sweep", "submit", "sae", "--config", config, "--grid", "seed=1,2",
+                  "--cluster", "lab", "--partition", "nosuch")  # fmt: skip
+    assert refused.returncode == 1
+    assert "partition: 'nosuch' is not one of cluster lab's partitions" in refused.stderr
