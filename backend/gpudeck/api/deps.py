@@ -67,4 +67,5 @@ def submitter(request: Request, user: Principal) -> Submitter:
         is_admin=user.is_admin,
         default_time_limit_s=settings.default_time_limit_s,
         max_time_limit_s=settings.max_time_limit_s,
+        cuda_context_reserve_bytes=settings.cuda_context_reserve_bytes,
     )

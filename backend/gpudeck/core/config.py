@@ -61,6 +61,9 @@ NO_CODE_ROOT = (
 )
 
 
+DEFAULT_CUDA_CONTEXT_RESERVE_BYTES = 500 * 1024 * 1024
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GPUDECK_", extra="ignore")
 
@@ -91,6 +94,12 @@ class Settings(BaseSettings):
     # submits shares one); a freed device, hold, release or priority change wakes it at once.
     scheduler_arrival_gap_s: float = Field(default=0.2, ge=0, le=10)
     keep_checkpoints: int = Field(default=3, ge=1, le=1000)
+    # Sharing a device by memory (docs/sharing.md): what each process's CUDA context takes on a
+    # device beyond its job's estimate, added to every shared reservation. Measured per GPU
+    # model by the GPU check; this default until then.
+    cuda_context_reserve_bytes: int = Field(
+        default=DEFAULT_CUDA_CONTEXT_RESERVE_BYTES, ge=0, le=16 * GIB
+    )
     # Slurm clusters (docs/slurm.md): every poll costs each cluster one squeue and at most one
     # sacct whatever the number of jobs; a command past its timeout reads as "did not answer".
     slurm_poll_s: float = Field(default=5.0, ge=0.2, le=600)

@@ -2,15 +2,29 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, Integer, String, func, text
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    func,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gpudeck.core.db import Base
 
 
 class Allocation(Base):
-    """A job's hold on one device. The partial unique index is the whole double-booking defence:
-    at most one live (unreleased) allocation per device, enforced by Postgres itself."""
+    """A job's hold on one device: the whole device (`reserved_bytes` NULL, exclusive) or some
+    bytes of it (a job sharing the device by memory). Postgres alone decides what may be live
+    together: the partial unique index allows one live exclusive allocation per device, and the
+    trigger of migration 0021 (under the device row's lock) refuses an exclusive allocation
+    beside shared ones, a shared one beside an exclusive one, and shared ones whose bytes
+    exceed the device's usable memory (the one safety-margin rule)."""
 
     __tablename__ = "allocations"
     __table_args__ = (
@@ -19,8 +33,9 @@ class Allocation(Base):
             "node",
             "gpu_uuid",
             unique=True,
-            postgresql_where=text("released_at IS NULL"),
+            postgresql_where=text("released_at IS NULL AND reserved_bytes IS NULL"),
         ),
+        CheckConstraint("reserved_bytes > 0", name="ck_allocations_reserved_positive"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -33,3 +48,6 @@ class Allocation(Base):
         DateTime(timezone=True), server_default=func.now()
     )
     released_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # A shared allocation's bytes on the device (its job's estimate + a CUDA context reserve);
+    # None: the whole device.
+    reserved_bytes: Mapped[int | None] = mapped_column(BigInteger)

@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, Integer, String, UniqueConstraint, func
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    UniqueConstraint,
+    func,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -24,6 +33,11 @@ class Node(Base):
     )
     # Where the other nodes reach it (GPUDECK_NODE_ADDRESS), written by its sampler.
     address: Mapped[str | None] = mapped_column(String(255))
+    # Sharing a device by memory (docs/sharing.md), set by an admin (`gpudeck nodes sharing`):
+    # whether jobs asking to share may share this node's devices, and whether jobs of
+    # different users may share one device (off: the same user's jobs only).
+    share_memory: Mapped[bool] = mapped_column(Boolean, server_default="false")
+    share_across_users: Mapped[bool] = mapped_column(Boolean, server_default="false")
 
 
 class NodeToken(Base):

@@ -54,6 +54,7 @@ class Job(Base):
     __tablename__ = "jobs"
     __table_args__ = (
         CheckConstraint(f"status IN ({_STATUSES})", name="ck_jobs_status"),
+        CheckConstraint("share IN ('exclusive', 'memory')", name="ck_jobs_share"),
         Index("ix_jobs_status_created", "status", "created_at"),
         Index("ix_jobs_tags", "tags", postgresql_using="gin"),
         Index(
@@ -131,6 +132,11 @@ class Job(Base):
     slurm_job_id: Mapped[str | None] = mapped_column(String(32))
     slurm: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))
     notes: Mapped[str] = mapped_column(Text, server_default="")
+    # How it holds its devices: whole ("exclusive"), or a reservation of bytes on each that
+    # other sharing jobs may fit beside ("memory": its estimate + a CUDA context reserve).
+    share: Mapped[str] = mapped_column(String(16), default="exclusive", server_default="exclusive")
+    # A sharing job's reservation on each of its devices, fixed at submit (None: exclusive).
+    reserved_bytes_per_device: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

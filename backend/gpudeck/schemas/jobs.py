@@ -82,6 +82,12 @@ class JobCreate(BaseModel):
     )
     name: str | None = Field(default=None, min_length=1, max_length=128, pattern=NAME_PATTERN)
     force: bool = Field(default=False, description="skip the free-memory check")
+    share: Literal["exclusive", "memory"] = Field(
+        default="exclusive",
+        description="exclusive: whole devices; memory: share each device with other sharing "
+        "jobs, holding its estimate plus a CUDA context reserve there (the node must allow "
+        "it; the job is killed if it uses more)",
+    )
     queue: bool = Field(
         default=True, description="wait when the devices are busy; false: answer 409 at once"
     )
@@ -124,6 +130,8 @@ class JobCreate(BaseModel):
             raise ValueError("a job on a cluster takes a count: Slurm chooses its nodes")
         if self.partition is not None and self.cluster is None:
             raise ValueError("partition goes with cluster")
+        if self.share == "memory" and self.cluster is not None:
+            raise ValueError("share: a job on a cluster cannot share devices (Slurm places it)")
         return self
 
     @property
@@ -269,6 +277,14 @@ class JobPublic(BaseModel):
         default=None, description="a sweep member's parameter values, by config path"
     )
     estimate_bytes_per_device: int | None
+    share: Literal["exclusive", "memory"] = Field(
+        default="exclusive", description="whole devices, or a share of each by memory"
+    )
+    reserved_bytes_per_device: int | None = Field(
+        default=None,
+        description="a sharing job's reservation on each device (its estimate + a CUDA "
+        "context reserve); null: whole devices",
+    )
     peak_memory_bytes: int | None
     rank_memory: RankMemory | None = None
     cancel_requested: bool

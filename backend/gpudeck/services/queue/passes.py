@@ -23,6 +23,7 @@ from gpudeck.services.errors import GpuBusy
 from gpudeck.services.jobs import state as job_state
 from gpudeck.services.placement.allocation import Chosen, reserve
 from gpudeck.services.placement.live_memory import Readings
+from gpudeck.services.placement.shared import NoRoomToShare
 from gpudeck.services.queue.plan import Plan, Policy, Start, Waiting, plan
 from gpudeck.services.queue.snapshot import quotas, run_shares, snapshot, usage_by_owner
 from gpudeck.services.queue.waiting import WaitingCache
@@ -104,7 +105,7 @@ def start(session: Session, decision: Start) -> bool:
         return False
     try:
         reserve(session, job, [Chosen(d.node, d.uuid, d.index) for d in decision.devices])
-    except GpuBusy:
+    except (GpuBusy, NoRoomToShare):
         return False
     # A count spread over nodes learns its nodes now: the first is node rank 0, whose worker
     # claims the job (services.runs.lifecycle.claim_job).

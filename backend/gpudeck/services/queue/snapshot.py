@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
+    Float,
     bindparam,
+    case,
+    cast,
     exists,
     func,
     select,
@@ -21,6 +26,7 @@ from gpudeck.models import Allocation, Device, Job, JobRun, JobStatus, Node, Use
 from gpudeck.services.cluster.inventory import OFFLINE_AFTER_S
 from gpudeck.services.jobs import state as job_state
 from gpudeck.services.placement.live_memory import Readings, usable
+from gpudeck.services.placement.recommend import usable_when_idle
 from gpudeck.services.queue.plan import Dev, Holding, Quota, Waiting
 from gpudeck.services.queue.waiting import WaitingCache, waiting_jobs
 
@@ -47,12 +53,29 @@ def usage_by_owner(session: Session, half_life_s: float) -> dict[str, float]:
     age = func.extract("epoch", func.now() - end)
     weight = func.power(0.5, age / half_life_s)
     rows = session.execute(
-        select(Job.owner, func.sum(Job.world_size * seconds * weight))
+        select(Job.owner, func.sum(Job.world_size * seconds * weight * _device_share()))
         .join(JobRun, JobRun.job_id == Job.id)
         .where(age < 20 * half_life_s)
         .group_by(Job.owner)
     ).all()
     return {owner: float(total or 0.0) for owner, total in rows}
+
+
+def _device_share() -> Any:
+    """The share of each device a job held: 1 when whole; a sharing job's reservation over
+    the device's usable memory (a 20 GiB share of a 76 GiB device counts 0.26 device)."""
+    capacity = (
+        select(func.max(func.gpudeck_usable_when_idle(Device.memory_total_bytes)))
+        .join(
+            Allocation,
+            (Allocation.node == Device.node) & (Allocation.gpu_uuid == Device.uuid),
+        )
+        .where(Allocation.job_id == Job.id)
+        .scalar_subquery()
+    )
+    reserved = cast(Job.reserved_bytes_per_device, Float)  # not bigint / bigint: whole numbers
+    share = func.least(1.0, reserved / func.nullif(capacity, 0))
+    return case((Job.reserved_bytes_per_device.is_(None), 1.0), else_=func.coalesce(share, 1.0))
 
 
 def quotas(session: Session) -> dict[str, Quota]:
@@ -77,6 +100,19 @@ def _epoch(value: datetime | None, default: float) -> float:
     return value.timestamp() if value is not None else default
 
 
+@dataclass(frozen=True)
+class Sharing:
+    """Sharing by memory on one device, as the pass takes it: the bytes live shared
+    allocations reserve there and their owners, and whether a job holds it whole."""
+
+    shared_bytes: int = 0
+    owners: frozenset[str] = frozenset()
+    whole: bool = False
+
+
+NO_SHARING = Sharing()
+
+
 def plan_device(
     device: Device,
     holders: dict[tuple[str, str], int],
@@ -84,9 +120,12 @@ def plan_device(
     *,
     online: bool = True,
     releasing: Collection[int] = (),
+    sharing: Sharing = NO_SHARING,
+    node_policy: tuple[bool, bool] = (False, False),
 ) -> Dev:
     """An inventory row as the planner sees it: who holds it, whether an outside process runs
-    on it, and its usable free memory (None without a reading)."""
+    on it, its usable free memory (None without a reading), and what sharing jobs reserve on
+    it under its node's sharing policy ((allows sharing, across users))."""
     memory = (live or {}).get((device.node, device.uuid))
     return Dev(
         device.node,
@@ -97,6 +136,12 @@ def plan_device(
         external=bool(device.external_processes),
         usable_bytes=usable(memory) if memory is not None else None,
         online=online,
+        capacity_bytes=usable_when_idle(device.memory_total_bytes),
+        shared_bytes=sharing.shared_bytes,
+        share_owners=sharing.owners,
+        whole=sharing.whole,
+        shareable=node_policy[0],
+        share_across_users=node_policy[1],
     )
 
 
@@ -159,16 +204,29 @@ def snapshot(
     `cache` (the scheduler's), only waiting jobs new or changed since its last pass are read
     in full."""
     now = _epoch(session.scalar(select(func.now())), 0.0)
-    holder, holding = _holdings(session, now)
+    holder, holding, sharing = _holdings(session, now)
     releasing = {h.id for h in holding if h.ended}
     # Only nodes whose sampler reports take new jobs (an offline node's worker may be gone).
     fresh = Node.last_seen_at >= func.now() - func.make_interval(0, 0, 0, 0, 0, 0, OFFLINE_AFTER_S)
     inventory = session.execute(
-        select(Device, fresh.label("online")).outerjoin(Node, Node.name == Device.node)
+        select(
+            Device,
+            fresh.label("online"),
+            func.coalesce(Node.share_memory, False),
+            func.coalesce(Node.share_across_users, False),
+        ).outerjoin(Node, Node.name == Device.node)
     ).all()
     devices = [
-        plan_device(d, holder, live, online=bool(online), releasing=releasing)
-        for d, online in inventory
+        plan_device(
+            d,
+            holder,
+            live,
+            online=bool(online),
+            releasing=releasing,
+            sharing=sharing.get((d.node, d.uuid), NO_SHARING),
+            node_policy=(bool(shares), bool(across)),
+        )
+        for d, online, shares, across in inventory
     ]
     return now, devices, holding, waiting_jobs(session, now, cache)
 
@@ -189,21 +247,35 @@ _HOLDS = (
         Job.progress_total,
         Job.progress_rate,
         Job.sweep_id,
+        Allocation.reserved_bytes,
     )
     .join(Job, Job.id == Allocation.job_id)
     .where(Allocation.released_at.is_(None))
 )
 
 
-def _holdings(session: Session, now: float) -> tuple[dict[tuple[str, str], int], list[Holding]]:
-    """(the job holding each held device, each holding job as the pass takes it)."""
+def _holdings(
+    session: Session, now: float
+) -> tuple[dict[tuple[str, str], int], list[Holding], dict[tuple[str, str], Sharing]]:
+    """(a job holding each held device, each holding job as the pass takes it, what sharing
+    jobs reserve on each device)."""
     holder: dict[tuple[str, str], int] = {}
+    sharing: dict[tuple[str, str], Sharing] = {}
     held: dict[int, list[tuple[str, str]]] = defaultdict(list)
     meta: dict[int, tuple[str, float, int, bool, bool, bool, int | None, bool, float | None]] = {}
     for row in session.execute(_HOLDS):
         node, uuid, job_id, owner, started_at, limit, priority, preemptible, stopping = row[:9]
-        ended, step, total, rate, sweep = row[9:]
+        ended, step, total, rate, sweep, reserved = row[9:]
         holder[(node, uuid)] = job_id
+        was = sharing.get((node, uuid), NO_SHARING)
+        if reserved is None:
+            sharing[(node, uuid)] = Sharing(was.shared_bytes, was.owners, whole=True)
+        else:
+            # A sharing job is never preempted yet: its device would not come free by it.
+            preemptible = False
+            sharing[(node, uuid)] = Sharing(
+                was.shared_bytes + reserved, was.owners | {owner}, was.whole
+            )
         held[job_id].append((node, uuid))
         # An ended job's devices free as soon as their node confirms its ranks are gone.
         if ended:
@@ -222,4 +294,4 @@ def _holdings(session: Session, now: float) -> tuple[dict[tuple[str, str], int],
         for j, (owner, ends, priority, preemptible, stopping, estimated, sweep, ended, run_s)
         in meta.items()
     ]  # fmt: skip
-    return holder, holding
+    return holder, holding, sharing

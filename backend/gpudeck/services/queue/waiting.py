@@ -100,6 +100,7 @@ _WAITING_COLUMNS: tuple[Any, ...] = (
     Job.devices_per_node,
     Job.sweep_id,
     Sweep.max_parallel,
+    Job.reserved_bytes_per_device,
 )
 
 
@@ -169,6 +170,7 @@ def _waiting_of(row: Any, now: float) -> tuple[int, Waiting, tuple[int, ...]]:
         devices_per_node,
         sweep,
         sweep_max_parallel,
+        share_bytes,
     ) = row
     waiting = Waiting(
         id=job_id,
@@ -185,6 +187,7 @@ def _waiting_of(row: Any, now: float) -> tuple[int, Waiting, tuple[int, ...]]:
         node_counts=node_counts(world_size, spread_nodes, devices_per_node),
         sweep=sweep,
         sweep_max_parallel=sweep_max_parallel,
+        share_bytes=share_bytes,
     )
     return version, waiting, tuple(int(d) for d in depends_on or ())
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from gpudeck.core.config import DEFAULT_CUDA_CONTEXT_RESERVE_BYTES
 from gpudeck.core.security import Principal
 from gpudeck.engine.kinds import InputError, JobKind, get_kind, refused_kinds, registry
 from gpudeck.models import Job, JobStatus
@@ -38,6 +39,8 @@ class Submitter:
     is_admin: bool = False
     default_time_limit_s: int = 24 * 3600
     max_time_limit_s: int = 30 * 86400
+    # Added to a sharing job's estimate on each device (settings.cuda_context_reserve_bytes).
+    cuda_context_reserve_bytes: int = DEFAULT_CUDA_CONTEXT_RESERVE_BYTES
 
 
 def refuse_nul(value: Any, field: str) -> None:

@@ -25,6 +25,7 @@ from gpudeck.services.placement.allocation import (
     reserve_count,
 )
 from gpudeck.services.placement.live_memory import InsufficientMemory, Readings, short_devices
+from gpudeck.services.placement.shared import NoRoomToShare
 from gpudeck.services.queue import snapshot
 from gpudeck.services.queue import waiting as queue_waiting
 from gpudeck.services.queue.plan import Quota, choose_spread
@@ -46,13 +47,18 @@ def reserve_at_submit(
     and its devices are free; with `queue: false` it must start now or is refused. Unless the
     request says `force`, devices whose live free memory cannot hold the estimate are refused
     (named) or passed over (count). Otherwise the job waits and the scheduler is woken."""
-    judged = estimate is not None and not spec.force
+    # A sharing job is judged by its reservation against the others' (the database's
+    # trigger), not by live free memory, which its neighbours' use moves from sample to sample.
+    shared = job.reserved_bytes_per_device is not None
+    judged = estimate is not None and not spec.force and not shared
 
     @functools.cache
     def live() -> Readings | None:  # read at most once, and only for a start now
         return read_live() if judged else None
 
     devices = list(placement.named)
+    if placement.spread is not None and shared:
+        starts = False  # the scheduler packs it on the node it chooses
     if placement.spread is not None and starts:
         readings = live()
         fit_to = estimate if readings is not None else None
@@ -63,7 +69,7 @@ def reserve_at_submit(
         starts = bool(devices)
     nodes = list(dict.fromkeys(d.node for d in devices)) or [job.node]
     starts = starts and not queue_waiting.waiting_on_nodes(session, nodes)
-    if starts and not devices:
+    if starts and not devices and not shared:
         # An unlocked look first: with too few devices free, a queueing count request need not
         # wait for the device-row locks to find that out.
         starts = snapshot.free_devices(session, job.node) >= spec.world_size
@@ -92,7 +98,7 @@ def _try_reserve(
     try:
         # Fast refusal for the common conflict, before any insert; the unique index still
         # decides every race this read cannot see.
-        if devices:
+        if devices and job.reserved_bytes_per_device is None:
             raise_if_held(session, devices)
             short = short_devices([(d.node, d.uuid) for d in devices], estimate or 0, live() or {})
             if live() is not None and short:
@@ -104,7 +110,7 @@ def _try_reserve(
         with session.begin_nested():
             fit_to = estimate if live() is not None else None
             _reserve_now(session, job, spec, devices, fit_to, live())
-    except (GpuBusy, NotEnoughDevices, InsufficientMemory):
+    except (GpuBusy, NotEnoughDevices, InsufficientMemory, NoRoomToShare):
         if not spec.queue:
             raise
 

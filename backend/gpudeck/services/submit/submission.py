@@ -34,6 +34,7 @@ from gpudeck.services.submit.checks import (
 from gpudeck.services.submit.estimates import EstimateMemo, estimate_bytes_per_device
 from gpudeck.services.submit.placement_request import Placement
 from gpudeck.services.submit.reserve import reserve_at_submit, starts_now
+from gpudeck.services.submit.sharing import reservation_bytes
 
 
 @dataclass
@@ -61,7 +62,12 @@ class Submission:
             check_inputs(spec.kind, config, self.inputs_dir)
         # Once per distinct config as the estimate reads it (an lr sweep: once).
         estimate = estimate_bytes_per_device(spec.kind, config, spec.world_size, self.estimates)
-        return job_columns(
+        reserved = None
+        if spec.share == "memory" and isinstance(self.placement, Placement):
+            reserved = reservation_bytes(
+                session, spec, self.placement, estimate, self.who.cuda_context_reserve_bytes
+            )
+        columns = job_columns(
             spec,
             config,
             name=name,
@@ -71,6 +77,7 @@ class Submission:
             estimate=estimate,
             time_limit_s=self.time_limit_s,
         )
+        return columns | {"reserved_bytes_per_device": reserved}
 
 
 def where_it_runs(session: Session, spec: JobCreate) -> Placement | ClusterTarget:
@@ -162,6 +169,7 @@ def job_columns(
         "status": JobStatus.queued,
         "progress_total": steps_of(spec.kind, config),
         "estimate_bytes_per_device": estimate,
+        "share": spec.share,
         "priority": spec.priority,
         "time_limit_s": time_limit_s,
         "depends_on": list(spec.depends_on),

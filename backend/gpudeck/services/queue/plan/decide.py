@@ -33,6 +33,7 @@ from gpudeck.services.queue.plan.model import (
     order_key,
 )
 from gpudeck.services.queue.plan.preempt import claim, find_preemption
+from gpudeck.services.queue.plan.sharing import choose_shared
 from gpudeck.services.queue.plan.state import DeviceState
 from gpudeck.services.queue.plan.sweep_slots import SweepSlots, started, sweep_slots, take_slot
 
@@ -108,7 +109,7 @@ def decide(p: Pass, job: Waiting) -> None:
     if blocked is None:
         return
     code, why = blocked
-    if code == "devices_busy" and try_preempt(p, job, devs):
+    if code == "devices_busy" and job.share_bytes is None and try_preempt(p, job, devs):
         return
     if not p.explain and p.reservation is not None:
         return
@@ -173,7 +174,9 @@ def _only_explains(p: Pass, job: Waiting) -> bool:
 def try_start(p: Pass, job: Waiting, devs: list[Dev]) -> tuple[ReasonCode, str | None] | None:
     """Start the job now if devices are free and starting cannot delay the reservation;
     None when it started, else why it cannot (its reason code and words)."""
-    if job.node_counts is not None:
+    if job.share_bytes is not None:
+        chosen, why = choose_shared(p.state, job, devs, p.protected)
+    elif job.node_counts is not None:
         chosen, why = choose_spread_now(p.state, job, p.protected)
     else:
         chosen, why = choose_now(p.state, job, devs, p.protected)
@@ -186,7 +189,10 @@ def try_start(p: Pass, job: Waiting, devs: list[Dev]) -> tuple[ReasonCode, str |
         and not quota_delays(p.state, p.quotas, job, p.first_blocked)
     ):
         return "priority", f"priority: its devices are reserved for job {p.reservation.job_id}"
-    p.state.take(job.id, chosen, ends)
+    if job.share_bytes is not None:
+        p.state.take_shared(job.id, job.owner, chosen, job.share_bytes, ends)
+    else:
+        p.state.take(job.id, chosen, ends)
     p.state.used[job.owner] += len(chosen)
     if job.sweep is not None:
         p.state.sweep_running[job.sweep] += 1

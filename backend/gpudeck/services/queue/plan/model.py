@@ -26,6 +26,15 @@ class Dev:
     usable_bytes: int | None = None  # free memory less the safety margin; None: no reading
     online: bool = True  # its node reports (sampler heartbeat): only then may a job start on it
     releasing: bool = False  # its holder ended; its node has not confirmed its ranks are gone
+    # Sharing by memory (plan/sharing.py): usable memory when idle (None: unknown), the bytes
+    # live shared allocations reserve on it and their owners, whether it is held whole, and
+    # whether its node lets jobs share (and across users).
+    capacity_bytes: int | None = None
+    shared_bytes: int = 0
+    share_owners: frozenset[str] = frozenset()
+    whole: bool = False
+    shareable: bool = False
+    share_across_users: bool = False
     key: Key = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -77,6 +86,8 @@ class Waiting:
     # A sweep's member: its sweep, and how many of that sweep's members may run at once.
     sweep: int | None = None
     sweep_max_parallel: int | None = None
+    # A job sharing its devices by memory: its reservation on each (None: whole devices).
+    share_bytes: int | None = None
     # The (node, uuid) of each named device, in rank order; None: a count.
     wanted: tuple[Key, ...] | None = field(init=False, repr=False, compare=False)
 

@@ -20,7 +20,10 @@ class DeviceState:
         self.by_node: dict[str, list[Dev]] = {}
         for d in sorted(devices, key=lambda d: (d.node, d.index)):
             self.by_node.setdefault(d.node, []).append(d)
-        ends = {k: h.ends_at for h in holding for k in h.devices}
+        ends: dict[Key, float] = {}
+        for h in holding:  # a shared device frees when the last of its sharing jobs ends
+            for k in h.devices:
+                ends[k] = max(ends.get(k, h.ends_at), h.ends_at)
         # Devices whose `avail` is a time limit (an upper bound), not an estimate.
         self.bound: set[Key] = {k for h in holding if not h.estimated for k in h.devices}
         self.holder: dict[Key, int | None] = {d.key: d.holder for d in devices}
@@ -38,6 +41,15 @@ class DeviceState:
                 self.free.add(d.key)
                 self.free_count[d.node] += 1
         self.free_total = len(self.free)
+        # Sharing by memory (plan/sharing.py): each device open to sharing jobs (online, no
+        # outside process, not held whole) -> its reservation room, and the sharing jobs'
+        # owners on each.
+        self.room: dict[Key, int] = {
+            d.key: d.capacity_bytes - d.shared_bytes
+            for d in devices
+            if d.capacity_bytes is not None and d.online and not d.external and not d.whole
+        }
+        self.share_owners: dict[Key, frozenset[str]] = {d.key: d.share_owners for d in devices}
         # Per node, (avail, index, key) sorted: the soonest devices of a count job are its head.
         self.profile = {
             node: sorted((self.avail[d.key], d.index, d.key) for d in devs)
@@ -64,12 +76,30 @@ class DeviceState:
 
     def take(self, job_id: int, devs: Sequence[Dev], until: float) -> None:
         for d in devs:
+            self.room.pop(d.key, None)  # held whole: no sharing job fits beside it
             if d.key in self.free:
                 self.free.discard(d.key)
                 self.free_count[d.node] -= 1
                 self.free_total -= 1
             self.holder[d.key] = job_id
             self.set_avail(d, until, bound=True)
+        self.reasons.clear()
+
+    def take_shared(
+        self, job_id: int, owner: str, devs: Sequence[Dev], need: int, until: float
+    ) -> None:
+        """A sharing job placed: its share leaves each device's room, which no job may now
+        take whole until every sharing job on it has ended."""
+        for d in devs:
+            if d.key in self.free:
+                self.free.discard(d.key)
+                self.free_count[d.node] -= 1
+                self.free_total -= 1
+            self.room[d.key] -= need
+            self.share_owners[d.key] = self.share_owners[d.key] | {owner}
+            if self.holder[d.key] is None:
+                self.holder[d.key] = job_id
+            self.set_avail(d, max(self.avail[d.key], until), bound=True)
         self.reasons.clear()
 
     def set_avail(self, dev: Dev, when: float, *, bound: bool) -> None:
@@ -95,6 +125,8 @@ class DeviceState:
     def cannot_start(self, job: Waiting) -> bool:
         """A job that cannot start now, found without building a list or a reason (False:
         look closer). The common case in a long queue."""
+        if job.share_bytes is not None:
+            return False  # a sharing job may fit beside others: look closer
         if job.node_counts is not None:
             return self.free_total < job.world_size
         if job.wanted is not None:
