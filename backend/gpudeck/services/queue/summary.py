@@ -17,7 +17,7 @@ import json
 import math
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import redis
@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from gpudeck.models import Allocation, Job
 from gpudeck.schemas.jobs import QueueInfo, node_counts
 from gpudeck.services.placement.live_memory import Readings
+from gpudeck.services.placement.packing import short_words
 from gpudeck.services.queue import passes
 from gpudeck.services.queue import waiting as queue_waiting
 from gpudeck.services.queue.plan import Plan, Policy
@@ -41,6 +42,8 @@ class Summary:
     usage: dict[str, float]  # owner -> recent device-seconds (fair share)
     ahead: list[tuple[int, float, int]]  # (priority, its owner's usage, waiting jobs)
     free_at: dict[str, dict[str, float | None]]  # node -> uuid -> next free (None: never)
+    # node -> uuid -> [index, reservation room in bytes], for devices open to sharing jobs
+    room: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__)
@@ -75,7 +78,10 @@ def compute(
     for (node, uuid), when in out.free_at.items():
         free_at.setdefault(node, {})[uuid] = None if math.isinf(when) else when
     ahead = [(p, u, n) for (p, u), n in sorted(counts.items())]
-    return out, Summary(time.time(), usage, ahead, free_at)
+    room: dict[str, dict[str, list[int]]] = {}
+    for (node, uuid), (index, nbytes) in out.room.items():
+        room.setdefault(node, {})[uuid] = [index, nbytes]
+    return out, Summary(time.time(), usage, ahead, free_at, room)
 
 
 def publish(r: redis.Redis, summary: Summary) -> None:
@@ -166,7 +172,10 @@ def place_of(
     taken = _taken_since(summary, held)
     when, need, free_now, where = _soonest(summary, job, taken)
     named = _named_taken(job, taken)
-    if named:
+    short = _memory_short(summary, job) if job.reserved_bytes_per_device else None
+    if short is not None:
+        code, reason = "insufficient_memory", short
+    elif named:
         names = ", ".join(f"{node}/{h.index} held by job {h.job_id}" for node, h in named)
         code, reason = "devices_busy", f"devices busy: {names}"
     elif when <= summary.written_at:
@@ -182,6 +191,32 @@ def place_of(
         reason=reason,
         expected_start_at=None if math.isinf(when) else datetime.fromtimestamp(when, UTC),
         expected_start_from_time_limits=bool(taken),
+    )
+
+
+def _memory_short(summary: Summary, job: Job) -> str | None:
+    """A sharing job that no device open to it had room for at the pass: the memory short on
+    the roomiest ones; None when some had room (it waits for its turn, not for memory)."""
+    need = int(job.reserved_bytes_per_device or 0)
+    if job.requested_devices is not None:
+        nodes = job.requested_nodes or [job.node] * len(job.requested_devices)
+        wanted = set(zip(nodes, job.requested_devices, strict=True))
+    elif node_counts(job.world_size, job.spread_nodes, job.devices_per_node) is None:
+        wanted = {(job.node, u) for u in summary.room.get(job.node, {})}
+    else:
+        wanted = {(n, u) for n, rooms in summary.room.items() for u in rooms}
+    rooms: list[tuple[str, int, int]] = [
+        (node, summary.room[node][uuid][0], summary.room[node][uuid][1])
+        for node, uuid in wanted
+        if uuid in summary.room.get(node, {})
+    ]
+    if sum(1 for _, _, r in rooms if r >= need) >= job.world_size:
+        return None
+    roomiest = sorted(rooms, key=lambda x: (-x[2], x[0], x[1]))[:3]
+    if not roomiest:
+        return "devices busy: no device it may use is open to sharing now"
+    return "insufficient memory: " + "; ".join(
+        short_words(node, index, r, need) for node, index, r in roomiest
     )
 
 

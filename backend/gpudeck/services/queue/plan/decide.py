@@ -94,6 +94,9 @@ def plan(
     for job in sorted(waiting, key=lambda j: order_key(j, usage or {}, policy)):
         decide(p, job)
     p.out.free_at = state.avail
+    p.out.room = {
+        k: (state.devs[k].index, room) for k, room in state.room.items() if state.devs[k].shareable
+    }
     return p.out
 
 

@@ -148,6 +148,9 @@ class Plan:
     # When each device is next free once every waiting job is placed as estimated (NEVER:
     # not expected): what a job submitted after this pass would find (services.queue.summary).
     free_at: dict[Key, float] = field(default_factory=dict)
+    # Each device open to sharing jobs once the waiting ones are placed: (its index, its
+    # reservation room in bytes), for the submit answer of a sharing job (queue.summary).
+    room: dict[Key, tuple[int, int]] = field(default_factory=dict)
 
 
 def dependency_state(dependencies: Mapping[int, str]) -> tuple[str, str]:
