@@ -17,19 +17,17 @@ export function WhereChoice({ clusters, value, onChange, error }: Props) {
   if (clusters.length === 0) return null;
   return (
     <section className="card" data-testid="where">
-      <label className="field">
-        <span className="section-head">
-          <h2>Where</h2>
-        </span>
-        <select aria-label="where" value={value ?? OWN} onChange={(e) => onChange(e.target.value === OWN ? null : e.target.value)}>
-          <option value={OWN}>GPUDeck&apos;s nodes</option>
-          {clusters.map((c) => (
-            <option key={c.name} value={c.name}>
-              Slurm cluster {c.name}
-            </option>
-          ))}
-        </select>
-      </label>
+      <div className="section-head">
+        <h2>Where</h2>
+      </div>
+      <select aria-label="where" value={value ?? OWN} onChange={(e) => onChange(e.target.value === OWN ? null : e.target.value)}>
+        <option value={OWN}>GPUDeck&apos;s nodes</option>
+        {clusters.map((c) => (
+          <option key={c.name} value={c.name}>
+            Slurm cluster {c.name}
+          </option>
+        ))}
+      </select>
       {error && (
         <p className="field-error" data-testid="cluster-error">
           {error}
