@@ -1,7 +1,8 @@
 """Several machines, one pool (docs/operations.md, "Several machines"):
 
 - `gpudeck nodes add NAME` (an admin, on a machine with the database URL) issues the token a
-  node joins with; `gpudeck nodes list` shows each node, its address and whether it is online.
+  node joins with; `gpudeck nodes list` shows each node, its address and whether it is online;
+  `gpudeck nodes sharing NAME --on [--across-users]` lets jobs share its devices by memory.
 - `gpudeck node` runs this machine's worker and sampler against the shared Postgres and Redis,
   once its token admits it, and restarts either if it dies.
 """
@@ -46,6 +47,26 @@ def list_nodes() -> None:
             state = "online" if row.online else "offline"
             address = row.address or "-"
             typer.echo(f"{row.name}\t{address}\t{row.device_count} devices\t{state}")
+
+
+@nodes_app.command("sharing")
+def node_sharing(
+    name: Annotated[str, typer.Argument(help="the node")],
+    allow: Annotated[
+        bool | None, typer.Option("--on/--off", help="let jobs share its devices by memory")
+    ] = None,
+    across_users: Annotated[
+        bool | None,
+        typer.Option("--across-users/--same-user", help="may different users share a device"),
+    ] = None,
+) -> None:
+    """Show or set whether jobs may share node NAME's devices by memory (docs/sharing.md)."""
+    from gpudeck.cli.users_db import server_session
+    from gpudeck.services.cluster.node_sharing import set_sharing
+
+    with server_session() as session:  # an unknown node: one line naming it, exit 1
+        policy = set_sharing(session, name, allow=allow, across_users=across_users)
+    typer.echo(policy.words())
 
 
 def _admitted(name: str) -> bool:

@@ -15,6 +15,7 @@ def sampler() -> None:
     from gpudeck.core.db import make_engine, make_sessionmaker
     from gpudeck.core.redis import sync_client
     from gpudeck.services.cluster.sampler_store import DatabaseSamplerStore
+    from gpudeck.services.cluster.sharing_source import DatabaseSharingSource
     from gpudeck.telemetry.factory import make_provider
     from gpudeck.telemetry.nvml import NvmlUnavailable
     from gpudeck.telemetry.sampler import Sampler
@@ -29,6 +30,7 @@ def sampler() -> None:
     stop = stop_on_signals()
     engine = make_engine(settings.sqlalchemy_url, pool_size=1)
     client = sync_client(str(settings.redis_url))  # set: load_service_settings checked it
+    sessions = make_sessionmaker(engine)
     try:
         logging.getLogger("gpudeck.sampler").info(
             "sampling %d %s device(s) every %.2f s as node %s",
@@ -41,9 +43,11 @@ def sampler() -> None:
             provider,
             node=settings.node_name,
             redis_client=client,
-            store=DatabaseSamplerStore(make_sessionmaker(engine), settings.node_address),
+            store=DatabaseSamplerStore(sessions, settings.node_address),
             interval_s=settings.sample_interval_s,
             history_s=settings.telemetry_history_s,
+            # Jobs sharing a device are held to their reservations (docs/sharing.md).
+            sharing=DatabaseSharingSource(sessions),
         ).run(stop)
     finally:
         provider.close()

@@ -11,6 +11,9 @@ import re
 MAX_CHARS = 300
 TRACEBACK_HEADER = "Traceback (most recent call last):"
 MEMORY_LIMIT = "host memory limit"  # engine/host_memory.exceeded_text
+# The sampler's verdict on a job sharing a device (telemetry/watchdog.KillDecision.cause),
+# which the worker puts first: "used 9.3 GiB of its 8.0 GiB reservation on node/2".
+_RESERVATION = re.compile(r"^used .+ of its .+ reservation on \S+$")
 # "rank 1 failed: ...", or a job across nodes' "on node node-a: rank 1 failed: ..."
 _RANK = re.compile(r"^((?:on node \S+: )?)rank (\d+)\b")
 # What torch prefixes each line a rank prints once it joined a process group with (its
@@ -38,7 +41,7 @@ def failure_cause(error: str | None) -> str | None:
     first = lines[0].strip()
     exception = _last_exception_line(lines)
     rank = _RANK.match(first)
-    if first.startswith(MEMORY_LIMIT):  # the verdict comes first; the traceback follows it
+    if first.startswith(MEMORY_LIMIT) or _RESERVATION.match(first):  # the verdict comes first
         cause = first
     elif exception is not None and "was killed by" not in first:
         cause = f"{rank.group(1)}rank {rank.group(2)}: {exception}" if rank else exception

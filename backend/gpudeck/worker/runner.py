@@ -42,6 +42,7 @@ from gpudeck.services.jobs.events import job_stream
 from gpudeck.services.runs import lifecycle as runs
 from gpudeck.services.runs import multinode
 from gpudeck.services.runs.lifecycle import LaunchPlan
+from gpudeck.telemetry.enforce import memory_kill_cause
 from gpudeck.telemetry.stream import register_rank_pid, unregister_pids
 from gpudeck.worker.events import expire_stream, send, status_data
 from gpudeck.worker.log_shipper import LogShipper
@@ -451,7 +452,20 @@ class JobRunner:
             return Outcome(JobStatus.succeeded)
         if isinstance(group, CommandGroup) and group.memory_exceeded is not None:
             return Outcome(JobStatus.failed, self._memory_text(group.memory_exceeded, first))
+        if (cause := self._memory_kill()) is not None:
+            # The node's sampler killed a process of it for using more than its share of a
+            # device (set only then): under torchrun the rank's SIGKILL reaches the worker as
+            # the agent's plain exit 1, so the cause is read whatever the exit code.
+            return Outcome(JobStatus.failed, f"{cause}\n{self._failure_text(relay, first)}")
         return Outcome(JobStatus.failed, self._failure_text(relay, first))
+
+    def _memory_kill(self) -> str | None:
+        """Why the sampler killed this job's processes (telemetry/enforce.py), or None."""
+        try:
+            return memory_kill_cause(self.runtime.redis, self.job_id)
+        except redis.RedisError:
+            log.warning("job %s: could not read its memory-kill cause", self.job_id)
+            return None
 
     def _forward(self, group: RankGroup | CommandGroup) -> None:
         """Events the group reads from the job's files (a command job's metrics lines and

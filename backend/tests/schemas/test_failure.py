@@ -51,6 +51,11 @@ def test_a_job_stopped_for_memory_says_so_before_its_traceback() -> None:
     assert failure_cause(f"{verdict}\n{TRACEBACK}") == verdict
 
 
+def test_a_job_killed_over_its_shared_reservation_says_so_before_its_traceback() -> None:
+    verdict = "used 9.3 GiB of its 8.0 GiB reservation on node/2"
+    assert failure_cause(f"{verdict}\nrank 0 failed:\n{TRACEBACK}") == verdict
+
+
 def test_a_torchrun_ranks_prefixed_traceback_gives_its_exception_and_rank() -> None:
     """A plain script's rank under torchrun prints every line as "[rank1]: ..." once it has
     joined a process group (torch's exception hook): the cause is still its exception line

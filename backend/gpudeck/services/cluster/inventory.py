@@ -32,7 +32,9 @@ def upsert_inventory(
     if address is not None:
         seen["address"] = address
     session.execute(node_stmt.on_conflict_do_update(index_elements=[Node.name], set_=seen))
-    for d in devices:
+    # In uuid order, the order placements lock device rows in (the allocation trigger and
+    # reserve_count): a sampler's upsert and a placement never wait on each other crosswise.
+    for d in sorted(devices, key=lambda d: d.uuid):
         stmt = insert(Device).values(
             node=node,
             uuid=d.uuid,
