@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from gpudeck.api.auth import current_principal
 from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.jobs import JobPublic, QueueInfo
+from gpudeck.services.executors import slurm_runs
 from gpudeck.services.placement.live_memory import live_memory_or_none
 from gpudeck.services.queue import passes
 from gpudeck.services.queue import summary as queue_summary
@@ -26,15 +27,24 @@ def current_infos(session: Session, request: Request) -> dict[int, QueueInfo]:
 def public(session: Session, request: Request, jobs: Sequence[Job]) -> list[JobPublic]:
     """JobPublic for each job; the waiting ones carry their QueueInfo."""
     infos: dict[int, QueueInfo] = {}
-    if any(j.status == JobStatus.queued and not j.allocations for j in jobs):
+    if any(j.status == JobStatus.queued and not j.allocations and j.cluster_id is None
+           for j in jobs):  # fmt: skip
         infos = current_infos(session, request)
     viewer = current_principal(request)
     out = []
     for job in jobs:
         item = JobPublic.model_validate(job)
-        item.queue = infos.get(job.id) if job.status == JobStatus.queued else None
+        item.queue = _queue_of(job, infos)
         out.append(item if viewer.may_manage(job.owner) else cause_only(item))
     return out
+
+
+def _queue_of(job: Job, infos: dict[int, QueueInfo]) -> QueueInfo | None:
+    if job.status != JobStatus.queued:
+        return None
+    if job.cluster_id is not None:
+        return slurm_runs.queue_info(job)  # Slurm's queue, not GPUDeck's pass
+    return infos.get(job.id)
 
 
 def cause_only(item: JobPublic) -> JobPublic:
@@ -55,6 +65,9 @@ def on_submit(session: Session, request: Request, job: Job) -> JobPublic:
     read, services.queue.summary); a full pass only when no scheduler left a fresh one."""
     item = JobPublic.model_validate(job)
     if job.status != JobStatus.queued or job.allocations:
+        return item
+    if job.cluster_id is not None:
+        item.queue = slurm_runs.queue_info(job)
         return item
     summary = queue_summary.read(request.app.state.redis)
     if summary is not None:

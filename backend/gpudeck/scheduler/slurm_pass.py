@@ -29,6 +29,7 @@ from gpudeck.models import Cluster, Job, JobStatus
 from gpudeck.services.executors import clusters as cluster_rows
 from gpudeck.services.executors import slurm_runs
 from gpudeck.slurm import BatchSpec, JobState, SlurmClient, SlurmError, SlurmRefused, render
+from gpudeck.slurm.client import REMOVED_WHILE_PENDING
 from gpudeck.slurm.states import TERMINAL
 from gpudeck.worker.events import expire_stream, publish_status
 from gpudeck.worker.runner import job_paths
@@ -48,6 +49,7 @@ class Context(Protocol):
     def redis(self) -> redis.Redis: ...
 
 
+APPLY_PER_TRANSACTION = 200  # a slurmctld outage changes every job's view at once
 STOP_MARKER = "stop-signal"  # the batch shell made it: USR1 came (the time limit, or a cancel)
 
 
@@ -120,14 +122,49 @@ class ClusterPass:
         with transaction(self.ctx.sessions) as session:
             live = slurm_runs.live_jobs(session, self.cluster.id)
         submitted = [j for j in live if j.slurm_job_id is not None]
-        states = client.poll([j.slurm_job_id for j in submitted if j.slurm_job_id])
+        # An array's tasks are asked for by the array's id: one word for a thousand members.
+        asked = {j.slurm_job_id.split("_", 1)[0] for j in submitted if j.slurm_job_id}
+        states = client.poll(asked)
+        changed: list[tuple[slurm_runs.LiveJob, JobState]] = []
         for job in submitted:
-            assert job.slurm_job_id is not None
-            read = states.get(job.slurm_job_id) or JobState(job.slurm_job_id, "unknown")
+            read = _lookup(states, job.slurm_job_id or "")
             try:
-                self.follow(client, job, read)
+                if read.state in TERMINAL:
+                    self.end(job, read)
+                    continue
+                if job.cancel_requested and read.state != "unknown":
+                    self.cancel(client, job, read)
             except SlurmError as exc:
                 log.warning("job %s on %s: %s", job.id, self.cluster.name, exc)
+            if slurm_runs.changes(job, read) or self._unfollowed(job, read):
+                changed.append((job, read))
+        for start in range(0, len(changed), APPLY_PER_TRANSACTION):
+            self.apply(changed[start : start + APPLY_PER_TRANSACTION])
+
+    def apply(self, batch: list[tuple[slurm_runs.LiveJob, JobState]]) -> None:
+        """What the poll changed, for a batch of jobs in one transaction: the views of those
+        that keep their status in one statement, each start or requeue through the state
+        machine; then what to say."""
+        moving = [(j, read) for j, read in batch if slurm_runs.moves(j, read)]
+        views = {
+            j.id: slurm_runs.view_after(j.view, read)
+            for j, read in batch
+            if not slurm_runs.moves(j, read)
+        }
+        with transaction(self.ctx.sessions) as session:
+            slurm_runs.write_views(session, views)
+            seen = [(j, read, slurm_runs.apply_live(session, j.id, read)) for j, read in moving]
+        for job, read in batch:
+            if self._unfollowed(job, read):
+                self.executor.followers[job.id] = self.follower(job)
+        for job, _, what in seen:
+            if what.started:
+                self._say(job.id, JobStatus.running)
+            elif what.requeued:
+                self._say(job.id, JobStatus.queued)
+
+    def _unfollowed(self, job: slurm_runs.LiveJob, read: JobState) -> bool:
+        return read.state in ("starting", "running") and job.id not in self.executor.followers
 
     # -- submit ------------------------------------------------------------------------------
 
@@ -194,22 +231,6 @@ class ClusterPass:
 
     # -- follow ------------------------------------------------------------------------------
 
-    def follow(self, client: SlurmClient, job: slurm_runs.LiveJob, read: JobState) -> None:
-        assert job.slurm_job_id is not None
-        if read.state in TERMINAL:
-            self.end(job, read)
-            return
-        if job.cancel_requested and read.state != "unknown":
-            self.cancel(client, job, read)
-        with transaction(self.ctx.sessions) as session:
-            seen = slurm_runs.apply_live(session, job.id, read)
-        if seen.started:
-            self._say(job.id, JobStatus.running)
-        elif seen.requeued:
-            self._say(job.id, JobStatus.queued)
-        if read.state in ("starting", "running") and job.id not in self.executor.followers:
-            self.executor.followers[job.id] = self.follower(job)
-
     def follower(self, job: slurm_runs.LiveJob) -> SlurmFollower:
         settings = self.ctx.settings
         run_dir, _ = job_paths(self.cluster.shared_dir, job.id)
@@ -234,11 +255,11 @@ class ClusterPass:
 
     def end(self, job: slurm_runs.LiveJob, read: JobState) -> None:
         """Slurm ended it: everything its ranks wrote is stored first, then its end."""
-        follower = self.executor.followers.pop(job.id, None)
-        if follower is None:  # it started and ended between two polls
-            follower = self.follower(job)
-        rank_error = follower.close()
         run_dir, _ = job_paths(self.cluster.shared_dir, job.id)
+        follower = self.executor.followers.pop(job.id, None)
+        if follower is None and any(run_dir.glob("rank*.log")):
+            follower = self.follower(job)  # it started and ended between two polls
+        rank_error = follower.close() if follower is not None else None
         signalled = (run_dir / STOP_MARKER).exists()
         with transaction(self.ctx.sessions) as session:
             ended = slurm_runs.finish(session, job.id, read, rank_error, signalled=signalled)
@@ -258,3 +279,18 @@ class ClusterPass:
             publish_status(self.ctx.redis, job_id, status.value, error=error)
         except Exception as exc:  # the feed is best effort; the row is the record
             log.warning("job %s: status not published: %s", job_id, exc)
+
+
+def _lookup(states: dict[str, JobState], slurm_job_id: str) -> JobState:
+    """A job's or an array task's state in a poll's answer. An array asked for as a whole reads
+    as one `unknown` entry when Slurm did not answer; a task missing from an array Slurm did
+    list was cancelled before it started (Slurm keeps no record of such a task)."""
+    array_id = slurm_job_id.split("_", 1)[0]
+    found = states.get(slurm_job_id) or states.get(array_id)
+    if found is not None:
+        return found
+    if "_" in slurm_job_id and any(s.array_job_id == array_id for s in states.values()):
+        return JobState(
+            slurm_job_id, "cancelled", slurm_state="CANCELLED", reason=REMOVED_WHILE_PENDING
+        )
+    return JobState(slurm_job_id, "unknown", reason=f"Slurm lists no job {slurm_job_id}")

@@ -187,13 +187,16 @@ ReasonCode = Literal[
     "insufficient_memory",
     "preempting",
     "sweep",
+    "cluster",
 ]
 
 
 class QueueInfo(BaseModel):
     # Where a waiting job stands, as the scheduler's pass sees it now.
 
-    position: int = Field(description="1 = next to start")
+    position: int | None = Field(
+        description="1 = next to start; null on a Slurm cluster, which orders its own queue"
+    )
     reason_code: ReasonCode
     reason: str = Field(examples=["devices busy: vm/1 held by job 12"])
     expected_start_at: datetime | None = Field(

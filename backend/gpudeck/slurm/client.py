@@ -76,6 +76,8 @@ class SlurmClient:
                 self._merge_sacct(found, self._sacct(wanted), controller_cause)
             except SlurmError as exc:
                 controller_cause = controller_cause or f"slurmdbd did not answer: {exc}"
+        if controller_cause is None:
+            _removed_while_pending(found)
         named = {s.array_job_id for s in found.values()} | set(found)
         for job_id in ids:
             if job_id not in named:
@@ -189,6 +191,21 @@ class SlurmClient:
             raise SlurmUnreachable(str(exc)) from exc
         except OSError as exc:  # the command is not there (no Slurm client on this host)
             raise SlurmError(f"{argv[0]}: {exc}") from exc
+
+
+REMOVED_WHILE_PENDING = "removed from its array before it started (scancel of a pending task)"
+
+
+def _removed_while_pending(found: dict[str, JobState]) -> None:
+    """An array task slurmdbd still counts as pending (its array's pending range) that squeue,
+    which lists every pending task of an array, no longer lists was cancelled before it
+    started: Slurm 22.05 then only shrinks the range and keeps no record of the task."""
+    for key, record in list(found.items()):
+        if "_" in key and record.source == "sacct" and record.state == "queued":
+            found[key] = JobState(
+                key, "cancelled", slurm_state="CANCELLED", reason=REMOVED_WHILE_PENDING,
+                source="sacct",
+            )  # fmt: skip
 
 
 def _task(job_id: str, array_task: int | None) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 from slurm.cluster import SlurmCluster, missing_binaries, start_cluster
+from slurm.executor_cases import executor, lab, pass_context  # noqa: F401 (fixtures)
 
 from gpudeck.slurm import BatchSpec, CommandResult, LocalRunner, SlurmClient
 

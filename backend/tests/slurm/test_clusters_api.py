@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from harness import auth_headers, create_token
-from slurm.cluster import GPU_TYPE, GPUS_PER_NODE, NODES, PARTITION, SlurmCluster
+from slurm.cluster import GPU_TYPE, GPUS_PER_NODE, NODES, PARTITION, SHORT_PARTITION, SlurmCluster
 from slurm.helpers import ended, gate, wait_for
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -79,7 +79,7 @@ def test_an_admin_connects_the_cluster_and_anyone_sees_its_gpus_in_use(
     by_node = {n["name"]: n for n in state["nodes"]}
     assert sorted(by_node) == sorted(NODES)
     for name, node in by_node.items():
-        assert node["partitions"] == [PARTITION]
+        assert node["partitions"] == [PARTITION, SHORT_PARTITION]
         [gpus] = node["gpus"]
         held = GPUS_PER_NODE if name == holder else 0
         assert (gpus["type"], gpus["count"], gpus["used"]) == (GPU_TYPE, GPUS_PER_NODE, held)

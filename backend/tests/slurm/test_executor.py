@@ -4,91 +4,21 @@ logs and checkpoints stored as on GPUDeck's own nodes."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
-import redis
 from fastapi.testclient import TestClient
 from slurm.cluster import PARTITION, SHORT_MAX_MINUTES, SHORT_PARTITION, SlurmCluster
+from slurm.executor_cases import SAE_CONFIG, TERMINAL, wait_job
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from gpudeck.core.config import Settings
 from gpudeck.models import Job
 from gpudeck.scheduler.slurm_pass import SlurmExecutor
-from gpudeck.services.executors import slurm_target
-
-SAE_CONFIG: dict[str, Any] = {
-    "d_in": 16,
-    "d_sae": 64,
-    "batch_size": 64,
-    "steps": 30,
-    "metrics_interval": 10,
-    "checkpoint_interval": 30,
-    "seed": 1,
-    "dataset": {"type": "synthetic", "num_features": 32, "active_features": 3,
-                "num_samples": 100_000},
-}  # fmt: skip
-TERMINAL = {"succeeded", "failed", "cancelled", "timeout", "lost"}
-
-
-@dataclass
-class PassContext:
-    settings: Settings
-    sessions: sessionmaker[Session]
-    redis: redis.Redis
-
-
-@pytest.fixture
-def executor(
-    settings: Settings, session_factory: sessionmaker[Session], redis_client: redis.Redis
-) -> Iterator[SlurmExecutor]:
-    """The executor's passes, every 0.3 s in a thread, as the active scheduler runs them."""
-    run = SlurmExecutor()
-    ctx = PassContext(settings, session_factory, redis_client)
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.wait(0.3):
-            run.run_pass(ctx)
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    yield run
-    stop.set()
-    thread.join(timeout=60)
-    for follower in run.followers.values():
-        follower.close()
-
-
-@pytest.fixture
-def lab(client: TestClient, slurm_cluster: SlurmCluster, settings: Settings) -> str:
-    slurm_target.FACTS.forget()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    body = {
-        "name": "lab", "partitions": [PARTITION, SHORT_PARTITION],
-        "shared_dir": str(settings.data_dir),
-        "slurm_conf": str(slurm_cluster.conf),
-    }  # fmt: skip
-    added = client.post("/api/clusters", json=body)
-    assert added.status_code == 201, added.text
-    return "lab"
-
-
-def wait_job(client: TestClient, job_id: int, done: set[str], timeout_s: float = 120) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        job = client.get(f"/api/jobs/{job_id}").json()
-        if job["status"] in done:
-            return job
-        assert time.monotonic() < deadline, job
-        time.sleep(0.2)
 
 
 def test_an_sae_job_on_two_slurm_gpus_runs_to_success_with_its_metrics_logs_and_checkpoint(
@@ -117,7 +47,7 @@ def test_an_sae_job_on_two_slurm_gpus_runs_to_success_with_its_metrics_logs_and_
     checkpoints = client.get(f"/api/jobs/{job_id}/checkpoints").json()
     assert [c["step"] for c in checkpoints] == [30]
     assert Path(settings.data_dir, "checkpoints", str(job_id)).is_dir()
-    assert rank_processes(job_id) == []
+    assert rank_processes(settings, job_id) == []
 
 
 LONG_CONFIG = {**SAE_CONFIG, "steps": 1_000_000, "checkpoint_interval": 20}
@@ -143,13 +73,15 @@ def wait_progress(client: TestClient, job_id: int, step: int, timeout_s: float =
         time.sleep(0.2)
 
 
-def rank_processes(job_id: int) -> list[int]:
-    """The job's rank processes on any node (the nodes are namespaces of this machine)."""
+def rank_processes(settings: Settings, job_id: int) -> list[int]:
+    """The job's rank processes on any node (the nodes are namespaces of this machine), by
+    their contract's whole path: another test process's job may have the same id."""
+    contract = str(settings.data_dir / "jobs" / str(job_id) / "contract.json")
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
         argv = proc.info["cmdline"] or []
         # The ranks themselves, not srun's own processes (whose argv holds the same words).
-        if argv[1:3] == ["-m", "gpudeck.engine.srun"] and f"/jobs/{job_id}/" in argv[-1]:
+        if argv[1:3] == ["-m", "gpudeck.engine.srun"] and argv[-1] == contract:
             found.append(proc.info["pid"])
     return found
 
@@ -159,11 +91,11 @@ def steps_of(client: TestClient, job_id: int) -> list[int]:
 
 
 def test_cancel_mid_run_writes_a_final_checkpoint_and_leaves_no_rank(
-    client: TestClient, lab: str, executor: SlurmExecutor
+    client: TestClient, lab: str, executor: SlurmExecutor, settings: Settings
 ) -> None:
     job_id = submit_long(client, lab)
     wait_progress(client, job_id, 25)
-    assert len(rank_processes(job_id)) == 2
+    assert len(rank_processes(settings, job_id)) == 2
     asked = client.post(f"/api/jobs/{job_id}/cancel")
     assert asked.status_code in (200, 202), asked.text
     job = wait_job(client, job_id, TERMINAL, timeout_s=60)
@@ -171,12 +103,16 @@ def test_cancel_mid_run_writes_a_final_checkpoint_and_leaves_no_rank(
     # The final checkpoint is the step it stopped at, past the last interval's.
     final = max(steps_of(client, job_id))
     assert final == job["progress"]["step"] and final > 25
-    assert rank_processes(job_id) == []
+    assert rank_processes(settings, job_id) == []
 
 
 @pytest.mark.long
 def test_the_time_limit_ends_it_as_timeout_after_a_final_checkpoint(
-    client: TestClient, lab: str, executor: SlurmExecutor, slurm_cluster: SlurmCluster
+    client: TestClient,
+    lab: str,
+    executor: SlurmExecutor,
+    slurm_cluster: SlurmCluster,
+    settings: Settings,
 ) -> None:
     job_id = submit_long(client, lab, time_limit_s=600)
     job = wait_progress(client, job_id, 5)
@@ -189,7 +125,7 @@ def test_the_time_limit_ends_it_as_timeout_after_a_final_checkpoint(
     job = wait_job(client, job_id, TERMINAL, timeout_s=120)
     assert job["status"] == "timeout", job["error"]
     assert max(steps_of(client, job_id)) == job["progress"]["step"]
-    assert rank_processes(job_id) == []
+    assert rank_processes(settings, job_id) == []
 
 
 def test_a_requeued_job_is_one_job_with_two_attempts_resumed_from_its_checkpoint(

@@ -1798,6 +1798,13 @@ export interface components {
              */
             queue?: boolean;
             /**
+             * Share
+             * @description exclusive: whole devices; memory: share each device with other sharing jobs, holding its estimate plus a CUDA context reserve there (the node must allow it; the job is killed if it uses more)
+             * @default exclusive
+             * @enum {string}
+             */
+            share?: "exclusive" | "memory";
+            /**
              * Time Limit S
              * @description None: the configured default
              */
@@ -1991,8 +1998,20 @@ export interface components {
             /** @description why and where it waits, while it waits for devices: from a pass on reads (GET /api/jobs, /api/jobs/{id}, /api/queue), from the scheduler's last pass in the submit answer */
             queue?: components["schemas"]["QueueInfo"] | null;
             rank_memory?: components["schemas"]["RankMemory"] | null;
+            /**
+             * Reserved Bytes Per Device
+             * @description a sharing job's reservation on each device (its estimate + a CUDA context reserve); null: whole devices
+             */
+            reserved_bytes_per_device?: number | null;
             /** Resume From Job Id */
             resume_from_job_id: number | null;
+            /**
+             * Share
+             * @description whole devices, or a share of each by memory
+             * @default exclusive
+             * @enum {string}
+             */
+            share?: "exclusive" | "memory";
             /** @description Slurm's last word on it, as the executor's poll read it */
             slurm?: components["schemas"]["SlurmView"] | null;
             /**
@@ -2376,9 +2395,9 @@ export interface components {
             expected_start_from_time_limits?: boolean;
             /**
              * Position
-             * @description 1 = next to start
+             * @description 1 = next to start; null on a Slurm cluster, which orders its own queue
              */
-            position: number;
+            position: number | null;
             /**
              * Reason
              * @example devices busy: vm/1 held by job 12
@@ -2388,7 +2407,7 @@ export interface components {
              * Reason Code
              * @enum {string}
              */
-            reason_code: "devices_busy" | "priority" | "quota" | "dependency" | "held" | "insufficient_memory" | "preempting" | "sweep";
+            reason_code: "devices_busy" | "priority" | "quota" | "dependency" | "held" | "insufficient_memory" | "preempting" | "sweep" | "cluster";
         };
         /** QueuePublic */
         QueuePublic: {

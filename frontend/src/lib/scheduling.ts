@@ -73,6 +73,7 @@ export const REASON_LABELS: Record<QueueReasonCode, string> = {
   insufficient_memory: "insufficient memory",
   preempting: "preempting",
   sweep: "sweep's turn",
+  cluster: "on the Slurm cluster",
 };
 
 /** The Scheduling section of the new-job form, as the schema form's field specs. */

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, func, not_, select
+from sqlalchemy import and_, bindparam, func, not_, or_, select, update
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Job, JobRun, JobStatus, Sweep
+from gpudeck.schemas.jobs import QueueInfo
 from gpudeck.services.jobs import state as job_state
 from gpudeck.slurm import JobState
 
@@ -133,22 +134,67 @@ class Seen:
     requeued: bool = False
 
 
+def changes(job: LiveJob, read: JobState) -> bool:
+    """Whether a poll's word on a live job changes anything: its status, or what the view
+    shows. Thousands of pending jobs that Slurm still holds as before cost no write."""
+    view = job.view
+    if read.state == "unknown":
+        return not view.get("unknown") or view.get("reason") != read.reason
+    status_agrees = {
+        "queued": job.status is JobStatus.queued,
+        "starting": job.status is JobStatus.running,
+        "running": job.status is JobStatus.running,
+    }.get(read.state, False)
+    return not (
+        status_agrees
+        and not view.get("unknown")
+        and view.get("state") == read.slurm_state
+        and view.get("reason") == read.reason
+        and (read.nodes is None or view.get("nodes") == read.nodes)
+    )
+
+
+def view_after(view: dict[str, Any], read: JobState) -> dict[str, Any]:
+    """The job's view once a poll read `read` (the state is kept when Slurm did not answer)."""
+    view = {**view, "polled_at": _now(), "unknown": read.state == "unknown"}
+    if read.state == "unknown":
+        view["reason"] = read.reason  # why nothing could be read
+        return view
+    view.update(state=read.slurm_state, reason_code=read.reason_code, reason=read.reason)
+    if read.nodes:
+        view["nodes"] = read.nodes
+    return view
+
+
+def moves(job: LiveJob, read: JobState) -> bool:
+    """Whether the poll moves the job's status (a start, a requeue), not only its view."""
+    if read.state in ("starting", "running"):
+        return job.status is not JobStatus.running
+    return read.state == "queued" and job.status is not JobStatus.queued
+
+
+def write_views(session: Session, views: dict[int, dict[str, Any]]) -> None:
+    """Views whose jobs keep their status, in one statement (thousands of pending jobs after
+    slurmctld came back cost one round trip, not thousands)."""
+    if views:
+        jobs = Job.__table__  # Core: an executemany, not the ORM's per-object bulk update
+        session.connection().execute(
+            update(jobs)
+            # Not IN (...): an expanding list cannot go with executemany.
+            .where(jobs.c.id == bindparam("job_id"), or_(*(jobs.c.status == s for s in LIVE)))
+            .values(slurm=bindparam("view", type_=jobs.c.slurm.type)),
+            [{"job_id": job_id, "view": view} for job_id, view in views.items()],
+        )
+
+
 def apply_live(session: Session, job_id: int, read: JobState) -> Seen:
-    """A poll's word on a job Slurm has not ended (queued, starting, running or unknown)."""
+    """A poll's word that moves a job's status: Slurm started it (a new attempt), or it waits
+    again after running (requeued: the attempt has ended)."""
     job = job_state.lock_job(session, job_id)
     status = JobStatus(job.status)
     if status not in LIVE:
         return Seen()
-    view = dict(job.slurm or {})
-    view.update(polled_at=_now(), unknown=read.state == "unknown")
-    if read.state == "unknown":
-        view["reason"] = read.reason  # why nothing could be read; the state is kept as it was
-        job.slurm = view
-        session.flush()
-        return Seen()
-    view.update(state=read.slurm_state, reason_code=read.reason_code, reason=read.reason)
-    if read.nodes:
-        view["nodes"] = read.nodes
+    view = view_after(dict(job.slurm or {}), read)
     seen = Seen()
     if read.state in ("starting", "running") and status is not JobStatus.running:
         if status is JobStatus.queued:
@@ -157,7 +203,6 @@ def apply_live(session: Session, job_id: int, read: JobState) -> Seen:
         view["attempts"] = int(view.get("attempts", 0)) + 1
         seen = Seen(started=True)
     elif read.state == "queued" and status is not JobStatus.queued:
-        # Requeued (preempted, a node failed, `scontrol requeue`): this attempt has ended.
         if status is JobStatus.starting:
             job_state.transition(session, job_id, JobStatus.running)
         job_state.transition(
@@ -223,6 +268,27 @@ def _end_of(
 
 def attempts(session: Session, job_id: int) -> int:
     return int(session.scalar(select(func.count()).where(JobRun.job_id == job_id)) or 0)
+
+
+def queue_info(job: Job) -> QueueInfo:
+    """Why a queued job on a cluster waits: not handed to Slurm yet (and why), or Slurm's own
+    pending reason in the queue's words; Slurm orders its queue, so there is no position."""
+    view = job.slurm or {}
+    cluster = job.cluster_name or "its cluster"
+    if job.slurm_job_id is None:
+        if job.held:
+            code, reason = "held", "held: release it to let it start"
+        elif job.depends_on:
+            names = ", ".join(str(d) for d in job.depends_on)
+            code, reason = "dependency", f"waiting for job {names} to succeed"
+        else:
+            code, reason = "cluster", f"to be submitted to Slurm cluster {cluster} (sbatch)"
+    elif view.get("unknown"):
+        code, reason = "cluster", f"Slurm did not answer: {view.get('reason')}"
+    else:
+        code = view.get("reason_code") or "cluster"
+        reason = f"Slurm ({cluster}): {view.get('reason') or 'pending'}"
+    return QueueInfo(position=None, reason_code=code, reason=reason, expected_start_at=None)
 
 
 def _now() -> str:

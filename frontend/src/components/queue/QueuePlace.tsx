@@ -15,13 +15,18 @@ export function QueuePlace({ job, now }: { job: ScheduledJob; now?: number }) {
   if (job.status !== "queued" || !info) return null;
   return (
     <section className="card queue-place" data-testid="queue-place" data-reason={info.reason_code}>
-      <div>
-        <span className="muted small">position</span>{" "}
-        <strong className="mono" data-testid="queue-place-position">
-          {info.position}
-        </strong>{" "}
-        <span className="muted small">in the queue</span>
-      </div>
+      {info.position === null ? (
+        // a job on a Slurm cluster: Slurm orders its own queue
+        <div className="muted small">in the Slurm cluster's queue</div>
+      ) : (
+        <div>
+          <span className="muted small">position</span>{" "}
+          <strong className="mono" data-testid="queue-place-position">
+            {info.position}
+          </strong>{" "}
+          <span className="muted small">in the queue</span>
+        </div>
+      )}
       <div>
         <span className={`badge reason reason-${info.reason_code}`}>{REASON_LABELS[info.reason_code] ?? info.reason_code}</span>{" "}
         <span data-testid="queue-place-reason">{reasonDetail(info)}</span>

@@ -72,7 +72,7 @@ function Row({ member, columns, ticked, onTick }: { member: SweepMember; columns
                   data-testid="member-start"
                   title={`${member.queue.reason}. ${expectedStartBasis(member.queue)}`}
                 >
-                  #{member.queue.position} in the queue · starts{" "}
+                  {member.queue.position === null ? "in Slurm's queue" : `#${member.queue.position} in the queue`} · starts{" "}
                   {formatExpectedStart(member.queue.expected_start_at, undefined, member.queue.expected_start_from_time_limits)}
                 </div>
               )}
