@@ -10,7 +10,10 @@ from typing import Any
 
 import psutil
 import pytest
+import torch
+from engine.rankrunner import make_spec, run_ranks
 from fastapi.testclient import TestClient
+from safetensors.torch import load_file
 from slurm.cluster import PARTITION, SHORT_MAX_MINUTES, SHORT_PARTITION, SlurmCluster
 from slurm.executor_cases import SAE_CONFIG, TERMINAL, wait_job
 from sqlalchemy import func, select
@@ -185,3 +188,34 @@ def test_what_the_cluster_cannot_run_is_refused_naming_the_field_and_nothing_is_
     assert db.scalar(select(func.count()).select_from(Job)) == 0
     after = slurm_cluster.run(["squeue", "--noheader", "--states=all", "-o", "%i"]).stdout
     assert after == before
+
+
+def final_weights(checkpoints: Path) -> dict[str, torch.Tensor]:
+    steps = sorted(checkpoints.glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
+    return load_file(steps[-1] / "sae_weights.safetensors")
+
+
+def test_a_job_across_the_two_slurm_nodes_ends_with_the_weights_of_one_node_of_four(
+    client: TestClient, lab: str, executor: SlurmExecutor, settings: Settings, tmp_path: Path
+) -> None:
+    sent = client.post(
+        "/api/jobs",
+        json={"kind": "sae", "config": SAE_CONFIG, "count": 4, "nodes": 2, "cluster": lab},
+    )
+    assert sent.status_code == 201, sent.text
+    job_id = sent.json()["id"]
+    job = wait_job(client, job_id, TERMINAL)
+    assert job["status"] == "succeeded", job["error"]
+    assert job["slurm"]["nodes"] == "n[1-2]"
+    logs = [client.get(f"/api/jobs/{job_id}/logs", params={"rank": r}).text for r in range(4)]
+    assert [("node 0 of 2" in log, "node 1 of 2" in log) for log in logs] == [
+        (True, False), (True, False), (False, True), (False, True)
+    ]  # fmt: skip
+    across = final_weights(settings.data_dir / "checkpoints" / str(job_id))
+    # The same job on one node of four ranks, launched as GPUDeck's own nodes launch ranks.
+    reference = make_spec(tmp_path, SAE_CONFIG, job_id=999)
+    assert run_ranks(reference, 4) == [0, 0, 0, 0]
+    alone = final_weights(Path(reference.checkpoint_dir))
+    assert sorted(across) == sorted(alone)
+    for name, tensor in across.items():
+        assert (tensor - alone[name]).abs().max().item() <= 1e-5, name
