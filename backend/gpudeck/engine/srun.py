@@ -1,4 +1,5 @@
-"""The entry point of one rank started by Slurm's `srun`: `python -m gpudeck.engine.srun CONTRACT`.
+"""The entry point of one rank started by Slurm's `srun`: `python -m gpudeck.engine.srun CONTRACT`
+(or an array's directory, whose task-<SLURM_ARRAY_TASK_ID>/contract.json is the member's).
 
 On GPUDeck's own nodes the worker gives each rank its place; on a Slurm cluster `srun` starts
 the ranks (one task per GPU) and each finds its place in Slurm's variables instead:
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from gpudeck.core.netif import interface_of
 from gpudeck.engine.checkpoint_dir import complete_checkpoints
-from gpudeck.engine.contract import DeviceType, JobLaunch, RankPlace
+from gpudeck.engine.contract import CONTRACT_FILE, DeviceType, JobLaunch, RankPlace
 
 log = logging.getLogger(__name__)
 PORT_BASE, PORT_SPAN = 15000, 15000  # below Linux's ephemeral range (32768-)
@@ -102,10 +103,21 @@ def _interface_towards(address: str) -> str | None:
         return None
 
 
+def contract_path(given: Path, env: Mapping[str, str]) -> Path:
+    """The job's contract file; given a directory (a sweep's array), its task's:
+    <dir>/task-<SLURM_ARRAY_TASK_ID>/contract.json."""
+    if not given.is_dir():
+        return given
+    task = env.get("SLURM_ARRAY_TASK_ID", "")
+    if not task.isdigit():
+        raise NotInSlurmStep(f"{given} is an array's directory, and this is no array task")
+    return given / f"task-{task}" / CONTRACT_FILE
+
+
 def main(argv: list[str]) -> None:
     if len(argv) != 2:
-        raise SystemExit("usage: python -m gpudeck.engine.srun CONTRACT_JSON")
-    launch = JobLaunch.from_json(Path(argv[1]).read_text())
+        raise SystemExit("usage: python -m gpudeck.engine.srun CONTRACT_JSON|ARRAY_DIR")
+    launch = JobLaunch.from_json(contract_path(Path(argv[1]), os.environ).read_text())
     import torch  # after the argument check: a wrong call answers at once
 
     place, seen = rank_place(launch, os.environ, torch.cuda.device_count())

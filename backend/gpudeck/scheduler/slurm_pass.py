@@ -12,11 +12,10 @@ A pass runs in a thread of its own: a cluster that does not answer (each command
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Protocol
 
 import redis
@@ -24,11 +23,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
-from gpudeck.engine.contract import CONTRACT_FILE, EventsTarget, JobLaunch
-from gpudeck.models import Cluster, Job, JobStatus
+from gpudeck.models import Job, JobStatus
+from gpudeck.scheduler.slurm_scripts import STOP_MARKER, BatchScripts, ClusterRef
 from gpudeck.services.executors import clusters as cluster_rows
 from gpudeck.services.executors import slurm_runs
-from gpudeck.slurm import BatchSpec, JobState, SlurmClient, SlurmError, SlurmRefused, render
+from gpudeck.slurm import JobState, SlurmClient, SlurmError, SlurmRefused, render, split_array
 from gpudeck.slurm.client import REMOVED_WHILE_PENDING
 from gpudeck.slurm.states import TERMINAL
 from gpudeck.worker.events import expire_stream, publish_status
@@ -50,27 +49,19 @@ class Context(Protocol):
 
 
 APPLY_PER_TRANSACTION = 200  # a slurmctld outage changes every job's view at once
-STOP_MARKER = "stop-signal"  # the batch shell made it: USR1 came (the time limit, or a cancel)
-
-
-@dataclass(frozen=True)
-class ClusterRef:
-    """What a pass needs of a cluster row, read once (no ORM object crosses threads)."""
-
-    id: int
-    name: str
-    partitions: tuple[str, ...]
-    account: str | None
-    qos: str | None
-    shared_dir: Path
-    python: str
-    row: Cluster
 
 
 @dataclass
 class SlurmExecutor:
     followers: dict[int, SlurmFollower] = field(default_factory=dict)
     _thread: threading.Thread | None = None
+    _max_array_sizes: dict[str, int] = field(default_factory=dict)
+
+    def max_array_size(self, cluster: str, client: SlurmClient) -> int:
+        """The cluster's MaxArraySize, read once (a slurm.conf change needs a restart)."""
+        if cluster not in self._max_array_sizes:
+            self._max_array_sizes[cluster] = client.max_array_size()
+        return self._max_array_sizes[cluster]
 
     def kick(self, ctx: Context) -> None:
         """Start a pass unless one still runs (the scheduler's duty)."""
@@ -84,25 +75,12 @@ class SlurmExecutor:
     def run_pass(self, ctx: Context) -> None:
         with transaction(ctx.sessions) as session:
             rows = cluster_rows.list_clusters(session)
-            refs = [_ref(c) for c in rows]
+            refs = [ClusterRef.of(c) for c in rows]
         for ref in refs:
             try:
                 ClusterPass(self, ctx, ref).run()
             except Exception:  # one cluster's trouble is not another's
                 log.exception("Slurm cluster %s: the pass failed", ref.name)
-
-
-def _ref(cluster: Cluster) -> ClusterRef:
-    return ClusterRef(
-        id=cluster.id,
-        name=cluster.name,
-        partitions=tuple(cluster.partitions),
-        account=cluster.account,
-        qos=cluster.qos,
-        shared_dir=Path(cluster.shared_dir),
-        python=cluster.python or sys.executable,
-        row=cluster,
-    )
 
 
 @dataclass
@@ -126,20 +104,28 @@ class ClusterPass:
         asked = {j.slurm_job_id.split("_", 1)[0] for j in submitted if j.slurm_job_id}
         states = client.poll(asked)
         changed: list[tuple[slurm_runs.LiveJob, JobState]] = []
+        pending_cancels: list[str] = []
         for job in submitted:
             read = _lookup(states, job.slurm_job_id or "")
             try:
                 if read.state in TERMINAL:
                     self.end(job, read)
                     continue
-                if job.cancel_requested and read.state != "unknown":
-                    self.cancel(client, job, read)
+                if job.cancel_requested and read.state == "queued":
+                    pending_cancels.append(job.slurm_job_id or "")  # nothing runs: at once
+                elif job.cancel_requested and read.state != "unknown":
+                    self.stop(client, job)
             except SlurmError as exc:
                 log.warning("job %s on %s: %s", job.id, self.cluster.name, exc)
             if slurm_runs.changes(job, read) or self._unfollowed(job, read):
                 changed.append((job, read))
         for start in range(0, len(changed), APPLY_PER_TRANSACTION):
             self.apply(changed[start : start + APPLY_PER_TRANSACTION])
+        if pending_cancels:
+            try:
+                client.cancel_many(pending_cancels)
+            except SlurmError as exc:
+                log.warning("cancels on %s wait for the next pass: %s", self.cluster.name, exc)
 
     def apply(self, batch: list[tuple[slurm_runs.LiveJob, JobState]]) -> None:
         """What the poll changed, for a batch of jobs in one transaction: the views of those
@@ -170,7 +156,11 @@ class ClusterPass:
 
     def submit_due(self, client: SlurmClient) -> None:
         """sbatch each due job, one transaction each: its row stays locked while sbatch runs,
-        so no other pass submits it twice."""
+        so no other pass submits it twice. Then each sweep's due members as arrays."""
+        self.submit_jobs(client)
+        self.submit_sweeps(client)
+
+    def submit_jobs(self, client: SlurmClient) -> None:
         while True:
             with transaction(self.ctx.sessions) as session:
                 due = slurm_runs.due_for_submit(session, self.cluster.id, limit=1)
@@ -178,7 +168,7 @@ class ClusterPass:
                     return
                 job = due[0]
                 try:
-                    slurm_id = client.submit(render(self.batch_spec(job)))
+                    slurm_id = client.submit(render(self.scripts.batch_spec(job)))
                 except SlurmRefused as exc:
                     ended = slurm_runs.refuse(session, job.id, str(exc))
                     self._say(ended.id, JobStatus.failed, ended.error)
@@ -189,63 +179,62 @@ class ClusterPass:
                 slurm_runs.record_submitted(session, job, slurm_id)
                 log.info("job %s: Slurm job %s on %s", job.id, slurm_id, self.cluster.name)
 
-    def batch_spec(self, job: Job) -> BatchSpec:
-        settings = self.ctx.settings
-        run_dir, checkpoint_dir = job_paths(self.cluster.shared_dir, job.id)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        launch = JobLaunch(
-            job_id=job.id,
-            kind=job.kind,
-            config=job.config,
-            run_dir=str(run_dir),
-            data_dir=str(self.cluster.shared_dir),
-            checkpoint_dir=str(checkpoint_dir),
-            device_type="cuda",  # each rank falls back to CPU where CUDA sees no device
-            device_indices=(),
-            events=EventsTarget(per_rank_file=True),
-            keep_checkpoints=settings.keep_checkpoints,
-        )
-        contract = run_dir / CONTRACT_FILE
-        contract.write_text(launch.to_json())
-        view = job.slurm or {}
-        nodes = int(view.get("nodes_requested") or 1)
-        per_node = job.world_size // nodes
-        return BatchSpec(
-            gpudeck_job_id=job.id,
-            argv=(self.cluster.python, "-m", "gpudeck.engine.srun", str(contract)),
-            output_dir=PurePosixPath(run_dir),
-            rank_logs=PurePosixPath(run_dir),
-            partition=view.get("partition") or self.cluster.partitions[0],
-            account=self.cluster.account,
-            qos=self.cluster.qos,
-            nodes=nodes,
-            ntasks_per_node=per_node,
-            gpus_per_node=per_node,
-            time_limit_s=job.time_limit_s,
-            # The warning before the limit, for a final checkpoint: 2 minutes, less for a
-            # short limit (Slurm checks limits every 30 s, so it may come 30 s late).
-            signal_before_s=min(120, max(1, job.time_limit_s // 4)),
-            signal_marker=PurePosixPath(run_dir / STOP_MARKER),
-            env={"PYTHONUNBUFFERED": "1", "GPUDECK_OWNER": job.owner},
-        )
+    def submit_sweeps(self, client: SlurmClient) -> None:
+        """A sweep's due members as job arrays (`--array=0-(N-1)%max_parallel`), split past
+        the cluster's MaxArraySize and chained (afterany) so max_parallel holds across them,
+        after the sweep's earlier arrays if it has any. One transaction: its members stay
+        locked while sbatch runs."""
+        with transaction(self.ctx.sessions) as session:
+            for sweep, members in slurm_runs.sweep_members_due(session, self.cluster.id):
+                after = slurm_runs.last_array(session, sweep.id)
+                size = self.executor.max_array_size(self.cluster.name, client)
+                for chunk in split_array(len(members), size):
+                    part = members[chunk.offset : chunk.offset + chunk.count]
+                    spec, task_dirs = self.scripts.array_spec(sweep, part, chunk.offset, after)
+                    try:
+                        array_id = client.submit(render(spec))
+                    except SlurmRefused as exc:
+                        for job in part:
+                            ended = slurm_runs.refuse(session, job.id, str(exc))
+                            self._say(ended.id, JobStatus.failed, ended.error)
+                        break
+                    except SlurmError as exc:  # the rest waits for the next pass
+                        log.warning("sweep %s: sbatch on %s: %s", sweep.id, self.cluster.name, exc)
+                        return
+                    for task, (job, task_dir) in enumerate(zip(part, task_dirs, strict=True)):
+                        slurm_runs.record_submitted(
+                            session, job, f"{array_id}_{task}", run_dir=str(task_dir)
+                        )
+                    log.info(
+                        "sweep %s: members %d-%d as Slurm array %s on %s", sweep.id,
+                        chunk.offset, chunk.offset + chunk.count - 1, array_id, self.cluster.name,
+                    )  # fmt: skip
+                    after = array_id
+
+    @property
+    def scripts(self) -> BatchScripts:
+        return BatchScripts(self.ctx.settings, self.cluster)
+
+    def run_dir(self, job: slurm_runs.LiveJob) -> Path:
+        """Where the job's ranks write: a sweep member's array task directory, or its own."""
+        given = job.view.get("run_dir")
+        return Path(given) if given else job_paths(self.cluster.shared_dir, job.id)[0]
 
     # -- follow ------------------------------------------------------------------------------
 
     def follower(self, job: slurm_runs.LiveJob) -> SlurmFollower:
         settings = self.ctx.settings
-        run_dir, _ = job_paths(self.cluster.shared_dir, job.id)
+        run_dir = self.run_dir(job)
         return SlurmFollower(
             job.id, self.cluster.name, run_dir, self.cluster.shared_dir, job.world_size,
             self.ctx.redis, self.ctx.sessions, settings.log_store_bytes,
         )  # fmt: skip
 
-    def cancel(self, client: SlurmClient, job: slurm_runs.LiveJob, read: JobState) -> None:
-        """A job still waiting in Slurm is scancelled; a running one gets USR1 (its ranks write
-        a final checkpoint and return), then scancel once the grace has passed."""
+    def stop(self, client: SlurmClient, job: slurm_runs.LiveJob) -> None:
+        """A running job asked to stop gets USR1 (its ranks write a final checkpoint and
+        return), then scancel once the grace has passed. (One still waiting in Slurm is
+        scancelled at once, with the pass's other such cancels.)"""
         assert job.slurm_job_id is not None
-        if read.state == "queued":
-            client.cancel(job.slurm_job_id)
-            return
         signalled = job.view.get("stop_signalled_at")
         if signalled is None:
             client.signal(job.slurm_job_id, "USR1")
@@ -255,7 +244,7 @@ class ClusterPass:
 
     def end(self, job: slurm_runs.LiveJob, read: JobState) -> None:
         """Slurm ended it: everything its ranks wrote is stored first, then its end."""
-        run_dir, _ = job_paths(self.cluster.shared_dir, job.id)
+        run_dir = self.run_dir(job)
         follower = self.executor.followers.pop(job.id, None)
         if follower is None and any(run_dir.glob("rank*.log")):
             follower = self.follower(job)  # it started and ended between two polls

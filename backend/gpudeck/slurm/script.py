@@ -61,10 +61,13 @@ class BatchSpec:
     held: bool = False  # queued held: it starts once released (`scontrol release`)
     # Each rank's output to <rank_logs>/rank<global rank>.log (srun's %t), where GPUDeck ships
     # it from; None: all ranks into the batch output.
+    # For an array, each task's under <rank_logs>/task-<index>/ (srun's %a), as is the marker.
     rank_logs: PurePosixPath | None = None
     # A file the batch shell creates when USR1 reaches it: ranks that return after the time
     # limit's warning end COMPLETED in Slurm's books, and this says it was the limit.
     signal_marker: PurePosixPath | None = None
+    # The job's name and comment: gpudeck-<gpudeck_job_id> unless given (a sweep's array).
+    label: str | None = None
 
     def __post_init__(self) -> None:
         if not self.argv:
@@ -73,7 +76,7 @@ class BatchSpec:
         for name, value in (("gpus_per_node", self.gpus_per_node),):
             if value < 0:
                 raise ValueError(f"{name} must be >= 0, not {value}")
-        for name in ("partition", "account", "qos", "gpu_type"):
+        for name in ("partition", "account", "qos", "gpu_type", "label"):
             value = getattr(self, name)
             if value is not None and not _NAME.fullmatch(value):
                 raise ValueError(f"{name} {value!r} is not a Slurm name")
@@ -97,13 +100,20 @@ def render(spec: BatchSpec) -> str:
     lines += [f"export {key}={shlex.quote(value)}" for key, value in sorted(exports.items())]
     if spec.array is not None:
         lines.append(f"export GPUDECK_MEMBER_INDEX=$(({spec.array.offset} + SLURM_ARRAY_TASK_ID))")
-    # A plain path (checked): nothing in it can leave the trap's single quotes.
-    mark = f"touch {spec.signal_marker}; " if spec.signal_marker is not None else ""
     srun = ["srun", "--kill-on-bad-exit=1"]
-    if spec.rank_logs is not None:
+    marker = None if spec.signal_marker is None else str(spec.signal_marker)
+    if spec.array is not None and spec.rank_logs is not None:
+        # Each task (a sweep member) has its own directory: task-<its index> under rank_logs.
+        lines.append(f'export GPUDECK_TASK_DIR="{spec.rank_logs}/task-$SLURM_ARRAY_TASK_ID"')
+        srun.append(f"--output={spec.rank_logs}/task-%a/rank%t.log")
+        if spec.signal_marker is not None:
+            marker = f'"$GPUDECK_TASK_DIR"/{spec.signal_marker.name}'
+    elif spec.rank_logs is not None:
         srun.append(f"--output={spec.rank_logs / 'rank%t.log'}")
-    if spec.signal_marker is not None:
-        lines.append(f"rm -f {spec.signal_marker}  # a requeued job starts unsignalled")
+    # A plain path (checked): nothing in it can leave the trap's single quotes.
+    mark = f"touch {marker}; " if marker is not None else ""
+    if marker is not None:
+        lines.append(f"rm -f {marker}  # a requeued job starts unsignalled")
     lines += [
         f"{shlex.join([*srun, *spec.argv])} &",
         "ranks=$!",
@@ -122,8 +132,8 @@ def render(spec: BatchSpec) -> str:
 def directives(spec: BatchSpec) -> list[str]:
     """The #SBATCH options, each one token (sbatch reads them without a shell)."""
     out = [
-        f"--job-name=gpudeck-{spec.gpudeck_job_id}",
-        f"--comment=gpudeck:{spec.gpudeck_job_id}",  # who it is, if Slurm reuses the number
+        f"--job-name=gpudeck-{spec.label or spec.gpudeck_job_id}",
+        f"--comment=gpudeck:{spec.label or spec.gpudeck_job_id}",  # who, if Slurm reuses ids
         f"--nodes={spec.nodes}",
         f"--ntasks-per-node={spec.ntasks_per_node}",
         f"--output={spec.output_dir / ('slurm-%A_%a.out' if spec.array else 'slurm-%j.out')}",

@@ -100,3 +100,24 @@ def test_a_split_sweep_covers_every_member_once_in_arrays_slurm_accepts(
     covered = [m for c in chunks for m in range(c.offset, c.offset + c.count)]
     assert covered == list(range(members))
     assert all(1 <= c.count <= max_array_size for c in chunks)
+
+
+def test_an_array_gives_each_task_its_own_directory_logs_and_stop_marker() -> None:
+    script = render(
+        spec(
+            argv=("python", "-m", "gpudeck.engine.srun", "/shared/arrays/sweep-3-10"),
+            rank_logs=PurePosixPath("/shared/arrays/sweep-3-10"),
+            signal_marker=PurePosixPath("/shared/arrays/sweep-3-10/stop-signal"),
+            label="sweep-3",
+            array=ArraySpec(count=498, max_parallel=3, offset=2002, after="41"),
+        )
+    )
+    assert "#SBATCH --job-name=gpudeck-sweep-3\n" in script
+    assert "#SBATCH --comment=gpudeck:sweep-3\n" in script
+    assert "#SBATCH --array=0-497%3\n#SBATCH --dependency=afterany:41\n" in script
+    assert 'export GPUDECK_TASK_DIR="/shared/arrays/sweep-3-10/task-$SLURM_ARRAY_TASK_ID"' in script
+    assert "srun --kill-on-bad-exit=1 --output=/shared/arrays/sweep-3-10/task-%a/rank%t.log " in (
+        script
+    )
+    assert 'rm -f "$GPUDECK_TASK_DIR"/stop-signal' in script
+    assert 'trap \'touch "$GPUDECK_TASK_DIR"/stop-signal; kill -USR1' in script

@@ -15,7 +15,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, not_, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    and_,
+    bindparam,
+    func,
+    not_,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Job, JobRun, JobStatus, Sweep
@@ -55,38 +65,53 @@ def live_jobs(session: Session, cluster_id: int) -> list[LiveJob]:
 
 
 def due_for_submit(session: Session, cluster_id: int, limit: int) -> list[Job]:
-    """Queued jobs not yet handed to Slurm, oldest first, locked (SKIP LOCKED: a second pass
-    never submits one twice): not held, their dependencies succeeded, and a sweep's members
-    only while fewer than its max_parallel are on the cluster."""
-    jobs = list(
-        session.scalars(
-            select(Job)
-            .where(
-                Job.cluster_id == cluster_id,
-                Job.status == JobStatus.queued,
-                Job.slurm_job_id.is_(None),
-                not_(Job.held),
-                Job.cancel_requested_at.is_(None),
-            )
-            .order_by(Job.priority.desc(), Job.id)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
+    """Queued jobs not yet handed to Slurm, highest priority then oldest first, locked (SKIP
+    LOCKED: a second pass never submits one twice): not held, not a sweep's member (those go
+    as arrays: sweep_members_due), their dependencies succeeded."""
+    jobs = session.scalars(
+        select(Job)
+        .where(_unsubmitted(cluster_id), Job.sweep_id.is_(None))
+        .order_by(Job.priority.desc(), Job.id)
+        .limit(limit * 4)  # some may wait on a dependency
+        .with_for_update(skip_locked=True)
+    )
+    due = [j for j in jobs if not j.depends_on or _dependencies_met(session, j.depends_on)]
+    return due[:limit]
+
+
+def sweep_members_due(session: Session, cluster_id: int) -> list[tuple[Sweep, list[Job]]]:
+    """Each sweep's members not yet handed to Slurm, in member order, locked (SKIP LOCKED)."""
+    members = session.scalars(
+        select(Job)
+        .where(_unsubmitted(cluster_id), Job.sweep_id.is_not(None))
+        .order_by(Job.sweep_id, Job.sweep_index, Job.id)
+        .with_for_update(skip_locked=True)
+    ).all()
+    by_sweep: dict[int, list[Job]] = {}
+    for job in members:
+        by_sweep.setdefault(int(job.sweep_id or 0), []).append(job)
+    sweeps = {s.id: s for s in session.scalars(select(Sweep).where(Sweep.id.in_(by_sweep)))}
+    return [(sweeps[sweep_id], jobs) for sweep_id, jobs in by_sweep.items()]
+
+
+def last_array(session: Session, sweep_id: int) -> str | None:
+    """The Slurm array a sweep's newest submitted members run in: the next one starts after it."""
+    newest = session.scalar(
+        select(func.max(func.split_part(Job.slurm_job_id, "_", 1).cast(BigInteger))).where(
+            Job.sweep_id == sweep_id, Job.slurm_job_id.is_not(None)
         )
     )
-    due: list[Job] = []
-    running: dict[int, int] = {}
-    for job in jobs:
-        if job.depends_on and not _dependencies_met(session, job.depends_on):
-            continue
-        if job.sweep_id is not None:
-            sweep = session.get(Sweep, job.sweep_id)
-            if job.sweep_id not in running:
-                running[job.sweep_id] = _on_cluster(session, job.sweep_id)
-            if sweep is not None and running[job.sweep_id] >= sweep.max_parallel:
-                continue
-            running[job.sweep_id] += 1
-        due.append(job)
-    return due
+    return None if newest is None else str(newest)
+
+
+def _unsubmitted(cluster_id: int) -> ColumnElement[bool]:
+    return and_(
+        Job.cluster_id == cluster_id,
+        Job.status == JobStatus.queued,
+        Job.slurm_job_id.is_(None),
+        not_(Job.held),
+        Job.cancel_requested_at.is_(None),
+    )
 
 
 def _dependencies_met(session: Session, depends_on: list[int]) -> bool:
@@ -96,22 +121,15 @@ def _dependencies_met(session: Session, depends_on: list[int]) -> bool:
     return done == len(set(depends_on))
 
 
-def _on_cluster(session: Session, sweep_id: int) -> int:
-    """A sweep's members handed to Slurm and not ended."""
-    return int(
-        session.scalar(
-            select(func.count()).where(
-                and_(Job.sweep_id == sweep_id, Job.slurm_job_id.is_not(None)),
-                Job.status.in_(LIVE),
-            )
-        )
-        or 0
-    )
-
-
-def record_submitted(session: Session, job: Job, slurm_job_id: str) -> None:
+def record_submitted(
+    session: Session, job: Job, slurm_job_id: str, *, run_dir: str | None = None
+) -> None:
+    """Slurm took the job (`run_dir`: where its ranks write, when not its own directory)."""
     job.slurm_job_id = slurm_job_id
-    job.slurm = {**(job.slurm or {}), "state": "PENDING", "polled_at": _now()}
+    view = {**(job.slurm or {}), "state": "PENDING", "polled_at": _now()}
+    if run_dir is not None:
+        view["run_dir"] = run_dir
+    job.slurm = view
     session.flush()
 
 

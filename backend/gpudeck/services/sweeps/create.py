@@ -11,20 +11,27 @@ from sqlalchemy.orm import Session
 
 from gpudeck.models import Job, Sweep
 from gpudeck.schemas.sweeps import (
+    MAX_MEMBERS,
     SweepCreate,
 )
 from gpudeck.services.errors import DomainError, InvalidInput, TooLarge
 from gpudeck.services.jobs import state as job_state
 from gpudeck.services.submit import checks, submission
 from gpudeck.services.submit.checks import Submitter
-from gpudeck.services.sweeps.params import TooManyMembers, members, with_values
+from gpudeck.services.sweeps.params import (
+    MAX_MEMBERS_ON_CLUSTER,
+    TooManyMembers,
+    members,
+    with_values,
+)
 
 
 def expand(spec: SweepCreate) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(values, config) of every member, each config validated as its job's would be; the
     first invalid member is refused with its index, its values and the field."""
     try:
-        values = members(spec.parameters)
+        most = MAX_MEMBERS if spec.job.cluster is None else MAX_MEMBERS_ON_CLUSTER
+        values = members(spec.parameters, most)
     except TooManyMembers as exc:
         raise TooLarge(message=str(exc), field="parameters", code="too_many_members") from None
     out = []

@@ -12,12 +12,15 @@ from typing import Any
 
 from gpudeck.schemas.sweeps import MAX_MEMBERS, RandomParameter, SweepParameters, SweptParameter
 
+# On a Slurm cluster a sweep's members are the tasks of a few job arrays: Slurm queues them.
+MAX_MEMBERS_ON_CLUSTER = 10_000
 SHOWN_VALUES = 6  # a longer list is shown by its first values, its last and its length
 
 
 class TooManyMembers(ValueError):
-    def __init__(self, count: int) -> None:
-        super().__init__(f"{count} members; a sweep has at most {MAX_MEMBERS}")
+    def __init__(self, count: int, most: int = MAX_MEMBERS) -> None:
+        where = " on a Slurm cluster" if most == MAX_MEMBERS_ON_CLUSTER else ""
+        super().__init__(f"{count} members; a sweep{where} has at most {most}")
         self.count = count
 
 
@@ -27,12 +30,13 @@ def member_count(parameters: SweepParameters) -> int:
     return grid * rows * (parameters.count or 1)
 
 
-def members(parameters: SweepParameters) -> list[dict[str, Any]]:
+def members(parameters: SweepParameters, most: int = MAX_MEMBERS) -> list[dict[str, Any]]:
     """Each member's values by path, in a stable order: the grid's combinations (its first
-    parameter slowest), each with every zip row, each drawn `count` times for random."""
+    parameter slowest), each with every zip row, each drawn `count` times for random. At most
+    `most` (a sweep on a Slurm cluster may have more: its members go as job arrays)."""
     count = member_count(parameters)
-    if count > MAX_MEMBERS:
-        raise TooManyMembers(count)
+    if count > most:
+        raise TooManyMembers(count, most)
     rng = random.Random(parameters.seed)
     return list(_members(parameters, rng))
 

@@ -1,0 +1,113 @@
+"""A sweep on the real test cluster, run by the real scheduler (its every duty: the Slurm pass,
+early stopping): 2,500 members go as three job arrays (MaxArraySize 1001), Slurm's throttle
+holds max_parallel at every poll, ASHA stops hopeless members through their array task, and a
+cancel ends every member right. The cluster has 4 (fake) GPUs: max_parallel 3 is below them, so
+the throttle, not the GPUs, is what limits the members running."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+from slurm.cluster import SlurmCluster
+from slurm.executor_cases import SAE_CONFIG
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from gpudeck.core.config import Settings
+from gpudeck.models import Job
+from gpudeck.scheduler.service import Scheduler
+
+MAX_PARALLEL = 3
+SEEDS, RATES = 50, 50  # 2,500 members
+TERMINAL = {"succeeded", "failed", "cancelled", "timeout", "lost", "stopped_early"}
+
+
+@pytest.fixture
+def scheduler(
+    settings: Settings, migrated_engine: Engine, redis_client: redis.Redis
+) -> Iterator[Scheduler]:
+    fast = settings.model_copy(update={"slurm_poll_s": 1.0})
+    running = Scheduler(fast, migrated_engine, redis_client)
+    stop = threading.Event()
+    thread = threading.Thread(target=running.run, args=(stop,), daemon=True)
+    thread.start()
+    yield running
+    stop.set()
+    thread.join(timeout=60)
+
+
+def slurm_running(cluster: SlurmCluster, sweep_id: int) -> int:
+    listed = cluster.run(
+        ["squeue", "--noheader", "--array", f"--name=gpudeck-sweep-{sweep_id}",
+         "--states=RUNNING,COMPLETING", "-o", "%i"]
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    return len(listed.stdout.split())
+
+
+@pytest.mark.long
+def test_a_sweep_of_2500_members_runs_as_arrays_throttled_early_stopped_and_cancelled(
+    client: TestClient,
+    lab: str,
+    scheduler: Scheduler,
+    slurm_cluster: SlurmCluster,
+    db: Session,
+) -> None:
+    config = {**SAE_CONFIG, "steps": 60, "metrics_interval": 10, "checkpoint_interval": 60}
+    body = {
+        "job": {"kind": "sae", "config": config, "count": 1, "cluster": lab},
+        "parameters": {"grid": {"seed": list(range(SEEDS)),
+                                "lr": [10 ** (-5 + 4 * k / RATES) for k in range(RATES)]}},
+        "max_parallel": MAX_PARALLEL,
+        "early_stop": {"rule": "asha", "metric": "overall_loss", "grace_steps": 20,
+                       "reduction_factor": 2},
+    }  # fmt: skip
+    created = client.post("/api/sweeps", json=body)
+    assert created.status_code == 201, created.text
+    sweep_id = created.json()["id"]
+
+    # Split into arrays of at most MaxArraySize tasks, chained.
+    deadline = time.monotonic() + 60
+    while db.scalar(select(func.count()).where(Job.sweep_id == sweep_id,
+                                               Job.slurm_job_id.is_(None))):  # fmt: skip
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+        db.expire_all()
+    arrays = Counter(
+        slurm_id.split("_")[0]
+        for slurm_id in db.scalars(select(Job.slurm_job_id).where(Job.sweep_id == sweep_id))
+    )
+    assert sorted(arrays.values(), reverse=True) == [1001, 1001, 498]
+
+    # Members run, never more than max_parallel at any poll (Slurm's own count), some end,
+    # and ASHA stops some at its first rung.
+    ended: Counter[str] = Counter()
+    deadline = time.monotonic() + 150
+    while ended["succeeded"] < 4 or ended["stopped_early"] < 1:
+        assert slurm_running(slurm_cluster, sweep_id) <= MAX_PARALLEL
+        db.expire_all()
+        statuses = Counter(db.scalars(select(Job.status).where(Job.sweep_id == sweep_id)))
+        assert statuses["running"] <= MAX_PARALLEL, statuses
+        ended = statuses
+        assert time.monotonic() < deadline, statuses
+        time.sleep(0.5)
+    assert ended["failed"] == 0
+
+    # Cancel: every member ends, none failed; the ones that never started are cancelled.
+    assert client.post(f"/api/sweeps/{sweep_id}/cancel").status_code in (200, 202)
+    deadline = time.monotonic() + 120
+    while True:
+        db.expire_all()
+        final = Counter(db.scalars(select(Job.status).where(Job.sweep_id == sweep_id)))
+        if set(final) <= TERMINAL:
+            break
+        assert time.monotonic() < deadline, final
+        time.sleep(1)
+    assert final["failed"] == 0 and final["cancelled"] > 2000, final
+    assert slurm_running(slurm_cluster, sweep_id) == 0
