@@ -168,16 +168,31 @@ class ClusterPass:
                     return
                 job = due[0]
                 try:
-                    slurm_id = client.submit(render(self.scripts.batch_spec(job)))
+                    slurm_id = self.adopted(client, job) or client.submit(
+                        render(self.scripts.batch_spec(job))
+                    )
                 except SlurmRefused as exc:
                     ended = slurm_runs.refuse(session, job.id, str(exc))
                     self._say(ended.id, JobStatus.failed, ended.error)
                     continue
-                except SlurmError as exc:  # not answered: it stays queued for the next pass
+                except SlurmError as exc:
+                    # Not answered is not refused: Slurm may have queued it. It stays queued
+                    # here, and the next pass looks for it by name before submitting again.
                     log.warning("job %s: sbatch on %s: %s", job.id, self.cluster.name, exc)
+                    job.slurm = {**(job.slurm or {}), "sbatch_unanswered": True}
                     return
                 slurm_runs.record_submitted(session, job, slurm_id)
                 log.info("job %s: Slurm job %s on %s", job.id, slurm_id, self.cluster.name)
+
+    def adopted(self, client: SlurmClient, job: Job) -> str | None:
+        """After an sbatch that did not answer: the Slurm job it queued anyway, if any (found
+        by its name, gpudeck-<id>), so that one GPUDeck job is never two Slurm jobs."""
+        if not (job.slurm or {}).get("sbatch_unanswered"):
+            return None
+        found = client.find(f"gpudeck-{job.id}")
+        if found:
+            log.info("job %s: its unanswered sbatch had queued Slurm job %s", job.id, found[0])
+        return found[0] if found else None
 
     def submit_sweeps(self, client: SlurmClient) -> None:
         """A sweep's due members as job arrays (`--array=0-(N-1)%max_parallel`), split past

@@ -60,6 +60,12 @@ class SlurmClient:
             raise SlurmRefused(_message(done))
         return done.stdout.strip().split(";", 1)[0]  # "<id>;<cluster>" on a federation
 
+    def find(self, job_name: str) -> list[str]:
+        """The ids of the jobs named `job_name` that slurmctld holds (any state): after an
+        sbatch that timed out, whether Slurm queued the job anyway."""
+        argv = ["squeue", "--noheader", "--array", "--states=all", f"--name={job_name}", "-o", "%i"]
+        return self._checked(argv).stdout.split()
+
     def poll(self, job_ids: Iterable[str]) -> dict[str, JobState]:
         """Every job, and every task of every array, among `job_ids` (plain or array job ids):
         Slurm's name for it -> its state. An id nothing is known of reads `unknown`."""

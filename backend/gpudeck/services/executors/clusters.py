@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from gpudeck.models import Cluster
+from gpudeck.models import Cluster, Job
 from gpudeck.schemas.clusters import (
     ClusterCreate,
     ClusterNodePublic,
@@ -102,10 +102,29 @@ def check_partitions(client: SlurmClient, wanted: list[str]) -> PartitionCheck:
     return PartitionCheck(True)
 
 
+class ClusterInUse(Conflict):
+    def __init__(self, name: str, jobs: int, live: int) -> None:
+        still = f", {live} of them not ended" if live else ""
+        super().__init__(
+            f"cluster {name!r} has {jobs} jobs{still}: their records name it (delete the jobs "
+            "first)",
+            field="name",
+            code="cluster_in_use",
+        )
+
+
 def remove_cluster(session: Session, name: str) -> Cluster:
-    """Delete the cluster; the row as it was. (Once jobs run on clusters, one with live jobs
-    will be refused here.)"""
+    """Delete the cluster; the row as it was. A cluster jobs ran on is refused (409): their
+    records, logs and checkpoints name it."""
     cluster = get_cluster(session, name)
+    counts = session.execute(
+        select(
+            func.count(),
+            func.count().filter(Job.status.in_(("queued", "starting", "running"))),
+        ).where(Job.cluster_id == cluster.id)
+    ).one()
+    if counts[0]:
+        raise ClusterInUse(name, counts[0], counts[1])
     session.delete(cluster)
     session.flush()
     return cluster

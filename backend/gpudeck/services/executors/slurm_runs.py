@@ -127,6 +127,7 @@ def record_submitted(
     """Slurm took the job (`run_dir`: where its ranks write, when not its own directory)."""
     job.slurm_job_id = slurm_job_id
     view = {**(job.slurm or {}), "state": "PENDING", "polled_at": _now()}
+    view.pop("sbatch_unanswered", None)
     if run_dir is not None:
         view["run_dir"] = run_dir
     job.slurm = view
