@@ -40,6 +40,14 @@ def add_slurm(
         str | None,
         typer.Option("--slurm-conf", help="the slurm.conf (SLURM_CONF); default: the host's"),
     ] = None,
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python",
+            help="the Python with GPUDeck installed that compute nodes start ranks with; "
+            "default: the one GPUDeck runs in, at the same path",
+        ),
+    ] = None,
     url: UrlOption = "",
     as_json: JsonOption = False,
 ) -> None:
@@ -47,7 +55,7 @@ def add_slurm(
     against Slurm when it answers."""
     body: dict[str, Any] = {
         "name": name, "kind": "slurm", "partitions": partitions, "shared_dir": shared_dir,
-        "account": account, "qos": qos, "slurm_conf": slurm_conf,
+        "account": account, "qos": qos, "slurm_conf": slurm_conf, "python": python,
     }  # fmt: skip
     created = request("POST", url or default_url(), "/api/clusters", json=body)
     if as_json:
