@@ -60,6 +60,11 @@ class JobLaunch:
     total_world_size: int | None = None  # None: this node's ranks are the whole job
     # Across nodes: the interface gloo and NCCL bind to (the one the other nodes reach).
     socket_ifname: str | None = None
+    # Sharing a device by memory (docs/sharing.md): the job's reservation on each device and the
+    # part of it set aside for each rank's CUDA context; None: the job holds whole devices. A
+    # CUDA rank caps its allocator to the reservation less the context (engine/memory_cap.py).
+    reserved_bytes_per_device: int | None = None
+    context_reserve_bytes: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "device_indices", tuple(self.device_indices))

@@ -34,6 +34,7 @@ import torch.distributed as dist
 from gpudeck.engine import events, kinds
 from gpudeck.engine.context import EventSink, JsonlSink, RedisSink, StopFlag, TrainContext
 from gpudeck.engine.contract import JobLaunch, RankPlace
+from gpudeck.engine.memory_cap import cap_allocator
 
 log = logging.getLogger(__name__)
 COLLECTIVE_TIMEOUT = timedelta(minutes=10)  # a peer that died is noticed after this at worst
@@ -48,16 +49,36 @@ def _open_sink(place: RankPlace) -> EventSink:
     return JsonlSink(Path(launch.run_dir) / name)
 
 
-def _device(device_type: str) -> torch.device:
-    if device_type == "cuda":
+def _device(spec: JobLaunch) -> torch.device:
+    if spec.device_type == "cuda":
         torch.cuda.set_device(0)  # CUDA_VISIBLE_DEVICES leaves this rank exactly one device
+        _cap_memory(spec)
         return torch.device("cuda", 0)
-    return torch.device("cpu")
+    return torch.device("cpu")  # simulated devices: the sampler's watchdog is the only guard
+
+
+def _cap_memory(spec: JobLaunch) -> None:
+    """A sharing job's rank holds its allocator to the job's reservation before it allocates,
+    so running over it is this rank's OutOfMemoryError (a traceback the job keeps) rather than
+    the sampler's SIGKILL (docs/sharing.md)."""
+    reserved = spec.reserved_bytes_per_device
+    if reserved is None:
+        return
+    total_bytes = torch.cuda.mem_get_info()[1]
+    context = spec.context_reserve_bytes or 0
+    fraction = cap_allocator(reserved, total_bytes, context_reserve_bytes=context)
+    log.info(
+        "job %d: allocator capped at %.4f of the device (%d bytes reserved, %d for the context)",
+        spec.job_id,
+        fraction,
+        reserved,
+        context,
+    )
 
 
 def _make_context(place: RankPlace, sink: EventSink, stop_flag: StopFlag) -> TrainContext:
     spec = place.launch
-    device = _device(spec.device_type)
+    device = _device(spec)
     return TrainContext(
         rank=place.rank,
         world_size=place.world_size,

@@ -328,6 +328,8 @@ class JobRunner:
             rank_offset=plan.rank_offset,
             total_world_size=plan.total_world_size,
             socket_ifname=socket_ifname(self.settings.node_address) if plan.nnodes > 1 else None,
+            reserved_bytes_per_device=plan.reserved_bytes_per_device,
+            context_reserve_bytes=plan.context_reserve_bytes,
         )
 
     def _resume_checkpoint(self, plan: LaunchPlan) -> Path | None:

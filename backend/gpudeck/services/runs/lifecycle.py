@@ -44,6 +44,10 @@ class LaunchPlan:
     total_world_size: int | None = None
     master_addr: str | None = None
     master_port: int = 0
+    # A sharing job (docs/sharing.md): its reservation on each device, and the part of it that
+    # is not its estimate (the CUDA context reserve it was submitted with). None: whole devices.
+    reserved_bytes_per_device: int | None = None
+    context_reserve_bytes: int | None = None
 
     @property
     def world_size(self) -> int:
@@ -87,6 +91,7 @@ def claim_job(session: Session, job_id: int, node: str) -> LaunchPlan | None:
     parts = multinode.layout([n for _, _, n in rows]) if rows[-1][2] != node else []
     if len(parts) > 1:
         multinode.open_parts(session, job_id, parts)
+    reserved, context = _reservation(job)
     return LaunchPlan(
         job_id=job.id,
         kind=job.kind,
@@ -99,7 +104,19 @@ def claim_job(session: Session, job_id: int, node: str) -> LaunchPlan | None:
         ran_before=job.started_at is not None,
         nnodes=max(1, len(parts)),
         total_world_size=len(rows) if len(parts) > 1 else None,
+        reserved_bytes_per_device=reserved,
+        context_reserve_bytes=context,
     )
+
+
+def _reservation(job: Job) -> tuple[int | None, int | None]:
+    """A sharing job's reservation per device and its context reserve, as fixed at submit
+    (reservation = estimate + context reserve: services/submit/sharing.py); (None, None) for
+    a job that holds whole devices."""
+    reserved, estimate = job.reserved_bytes_per_device, job.estimate_bytes_per_device
+    if reserved is None or estimate is None or estimate >= reserved:
+        return reserved, None
+    return reserved, reserved - estimate
 
 
 def join_plan(joined: multinode.Joined, node: str, indices: list[int], source: str) -> LaunchPlan:
