@@ -18,6 +18,7 @@ from gpudeck.cli.http import (
     request,
     table,
 )
+from gpudeck.kinds.script.config import read_size  # the one size parser ('80 GiB')
 
 clusters_app = typer.Typer(no_args_is_help=True, help="Connect, list and remove Slurm clusters.")
 add_app = typer.Typer(no_args_is_help=True, help="Connect a cluster (admins).")
@@ -48,6 +49,15 @@ def add_slurm(
             "default: the one GPUDeck runs in, at the same path",
         ),
     ] = None,
+    gpu_memory: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--gpu-memory",
+            help="a GRES type's memory, TYPE=SIZE (h100=80GiB; repeatable): a job whose "
+            "estimate fits no type of its partition is refused, and Slurm is asked for one "
+            "that fits",
+        ),
+    ] = None,
     url: UrlOption = "",
     as_json: JsonOption = False,
 ) -> None:
@@ -56,6 +66,7 @@ def add_slurm(
     body: dict[str, Any] = {
         "name": name, "kind": "slurm", "partitions": partitions, "shared_dir": shared_dir,
         "account": account, "qos": qos, "slurm_conf": slurm_conf, "python": python,
+        "gpu_memory": _gpu_memory(gpu_memory or []),
     }  # fmt: skip
     created = request("POST", url or default_url(), "/api/clusters", json=body)
     if as_json:
@@ -118,3 +129,15 @@ def remove(name: Annotated[str, typer.Argument(help="the cluster")], url: UrlOpt
 
 def register(app: typer.Typer) -> None:
     app.add_typer(clusters_app, name="clusters")
+
+
+def _gpu_memory(given: list[str]) -> dict[str, int]:
+    """TYPE=SIZE options as the API takes them (bytes by type)."""
+    out = {}
+    for item in given:
+        kind, _, size = item.partition("=")
+        try:
+            out[kind] = int(read_size(size))  # type: ignore[call-overload]
+        except ValueError as exc:
+            raise typer.BadParameter(f"{item!r}: {exc}", param_hint="--gpu-memory") from None
+    return out

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import BigInteger, CheckConstraint, DateTime, String, Text, func
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gpudeck.core.db import Base
@@ -38,5 +38,8 @@ class Cluster(Base):
     # The Python the compute nodes start ranks with (GPUDeck installed in it, on the shared
     # filesystem); None: the interpreter GPUDeck itself runs in, at the same path.
     python: Mapped[str | None] = mapped_column(Text)
+    # Each GRES type's memory in bytes ({"h100": 85899345920}): Slurm does not know it, and
+    # the submit needs it to choose a type the job's estimate fits.
+    gpu_memory: Mapped[dict[str, int]] = mapped_column(JSONB, server_default="{}")
     created_by: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -113,6 +113,7 @@ class BatchScripts:
             nodes=nodes,
             ntasks_per_node=per_node,
             gpus_per_node=per_node,
+            gpu_type=view.get("gpu_type"),
             time_limit_s=job.time_limit_s,
             # The warning before the limit, for a final checkpoint: 2 minutes, less for a
             # short limit (Slurm checks limits every 30 s, so it may come 30 s late).

@@ -28,6 +28,9 @@ def _absolute(path: str) -> str:
 AbsolutePath = Annotated[str, StringConstraints(max_length=4096), AfterValidator(_absolute)]
 
 
+GpuMemory = Annotated[int, Field(ge=2**30, le=2**44, description="bytes")]
+
+
 class ClusterCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -52,6 +55,14 @@ class ClusterCreate(BaseModel):
         description="the Python with GPUDeck installed that compute nodes start ranks with "
         "(on the shared filesystem); null: the one GPUDeck runs in, at the same path",
     )
+    gpu_memory: dict[SlurmName, GpuMemory] = Field(
+        default_factory=dict,
+        max_length=64,
+        description="each GRES type's memory in bytes (Slurm does not know it): a job whose "
+        "estimate fits no type of its partition is refused, and Slurm is asked for a type "
+        "that fits",
+        examples=[{"h100": 85899345920}],
+    )
 
 
 class ClusterPublic(BaseModel):
@@ -66,6 +77,7 @@ class ClusterPublic(BaseModel):
     access: str
     slurm_conf: str | None
     python: str | None
+    gpu_memory: dict[str, int] = Field(default_factory=dict)
     created_by: str
     created_at: datetime
 

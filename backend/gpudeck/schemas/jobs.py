@@ -239,6 +239,11 @@ class SlurmView(BaseModel):
 
     partition: str | None = None
     nodes_requested: int | None = None
+    gpu_type: str | None = Field(
+        default=None,
+        description="the GRES type asked for (the smallest its estimate fits, where some "
+        "types of the partition do not); null: any",
+    )
     state: str | None = Field(default=None, description="Slurm's own word (PENDING, RUNNING, ...)")
     reason_code: str | None = None
     reason: str | None = Field(

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
 from gpudeck.scheduler.slurm_pass import SlurmExecutor
-from gpudeck.services.executors import slurm_target
+from gpudeck.services.submit import cluster_target
 
 SAE_CONFIG: dict[str, Any] = {
     "d_in": 16,
@@ -69,7 +69,7 @@ def executor(pass_context: PassContext) -> Iterator[SlurmExecutor]:
 
 @pytest.fixture
 def lab(client: TestClient, slurm_cluster: SlurmCluster, settings: Settings) -> str:
-    slurm_target.FACTS.forget()
+    cluster_target.FACTS.forget()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     body = {
         "name": "lab", "partitions": [PARTITION, SHORT_PARTITION],

@@ -15,7 +15,7 @@ from harness import live_server
 from slurm.cluster import GPUS_PER_NODE, PARTITION, SlurmCluster
 
 from gpudeck.core.config import Settings
-from gpudeck.services.executors import slurm_target
+from gpudeck.services.submit import cluster_target
 
 SAE_CONFIG: dict[str, Any] = {
     "d_in": 16, "d_sae": 64, "batch_size": 64, "steps": 30, "seed": 1,
@@ -33,7 +33,7 @@ def cli_on_lab(
     tmp_path: Path,
 ) -> Any:
     """Cluster lab (the test cluster) connected, and the CLI against a live API."""
-    slurm_target.FACTS.forget()  # facts another test read of a cluster named lab
+    cluster_target.FACTS.forget()  # facts another test read of a cluster named lab
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     body = {
         "name": "lab", "partitions": [PARTITION], "shared_dir": str(settings.data_dir),

@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from slurm.cluster import SlurmCluster
+from slurm.cluster import GPU_TYPE, PARTITION, SlurmCluster
 from slurm.executor_cases import SAE_CONFIG, PassContext
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from gpudeck.core.config import Settings
 from gpudeck.models import Job
 from gpudeck.scheduler.slurm_pass import SlurmExecutor
+from gpudeck.services.submit import cluster_target
 
 
 def slow_sbatch(bin_dir: Path) -> None:
@@ -76,3 +78,30 @@ def test_a_cluster_jobs_ran_on_is_not_removed(client: TestClient, lab: str) -> N
     detail = refused.json()["detail"]
     assert detail["field"] == "name" and "has 1 jobs, 1 of them not ended" in detail["message"]
     assert client.get(f"/api/clusters/{lab}").status_code == 200
+
+
+def test_a_job_whose_estimate_fits_no_gpu_type_is_refused_before_slurm_sees_it(
+    client: TestClient, slurm_cluster: SlurmCluster, settings: Settings, db: Session
+) -> None:
+    cluster_target.FACTS.forget()
+    body = {
+        "name": "typed", "partitions": [PARTITION], "shared_dir": str(settings.data_dir),
+        "slurm_conf": str(slurm_cluster.conf), "gpu_memory": {GPU_TYPE: 2 * 1024**3},
+    }  # fmt: skip
+    assert client.post("/api/clusters", json=body).status_code == 201
+    big = {**SAE_CONFIG, "d_in": 1024, "d_sae": 131_072, "batch_size": 4096}
+    before = slurm_cluster.run(["squeue", "--noheader", "--states=all", "-o", "%i"]).stdout
+    refused = client.post(
+        "/api/jobs", json={"kind": "sae", "config": big, "count": 1, "cluster": "typed"}
+    )
+    assert refused.status_code == 422, refused.text
+    [error] = refused.json()["detail"]
+    assert error["loc"][-1] == "config"
+    assert f"no GPU type of partition {PARTITION} fits it ({GPU_TYPE} (2 GiB" in error["msg"]
+    assert db.scalar(select(func.count()).select_from(Job)) == 0
+    assert slurm_cluster.run(["squeue", "--noheader", "--states=all", "-o", "%i"]).stdout == before
+    # A job that fits is taken, asking Slurm for no particular type (the only one fits).
+    fits = client.post(
+        "/api/jobs", json={"kind": "sae", "config": SAE_CONFIG, "count": 1, "cluster": "typed"}
+    )
+    assert fits.status_code == 201 and fits.json()["slurm"]["gpu_type"] is None

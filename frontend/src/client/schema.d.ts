@@ -710,7 +710,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get Nodes */
+        /**
+         * Get Nodes
+         * @description Every node, whether it allows sharing its devices, and what a sharing job reserves
+         *     beyond its estimate (the CUDA context reserve, the same setting submit adds).
+         */
         get: operations["get_nodes_api_nodes_get"];
         put?: never;
         post?: never;
@@ -1109,6 +1113,16 @@ export interface components {
              */
             account?: string | null;
             /**
+             * Gpu Memory
+             * @description each GRES type's memory in bytes (Slurm does not know it): a job whose estimate fits no type of its partition is refused, and Slurm is asked for a type that fits
+             * @example {
+             *       "h100": 85899345920
+             *     }
+             */
+            gpu_memory?: {
+                [key: string]: number;
+            };
+            /**
              * Kind
              * @default slurm
              * @constant
@@ -1163,6 +1177,10 @@ export interface components {
             created_at: string;
             /** Created By */
             created_by: string;
+            /** Gpu Memory */
+            gpu_memory?: {
+                [key: string]: number;
+            };
             /** Kind */
             kind: string;
             /** Name */
@@ -1215,6 +1233,10 @@ export interface components {
             created_at: string;
             /** Created By */
             created_by: string;
+            /** Gpu Memory */
+            gpu_memory?: {
+                [key: string]: number;
+            };
             /** Kind */
             kind: string;
             /** Name */
@@ -1626,6 +1648,7 @@ export interface components {
              * @description processes GPUDeck did not start: the device is externally busy
              */
             external_processes: components["schemas"]["ExternalProcess"][];
+            /** @description the job holding the device; on a shared device the first of its sharing jobs (every one is in `reservations`) */
             held_by: components["schemas"]["Holder"] | null;
             /** Index */
             index: number;
@@ -1653,6 +1676,12 @@ export interface components {
             name: string;
             /** Node */
             node: string;
+            /**
+             * Node Shares Memory
+             * @description its node allows jobs to share devices by memory
+             * @default false
+             */
+            node_shares_memory?: boolean;
             /** Power Limit Watts */
             power_limit_watts?: number | null;
             /** Power Watts */
@@ -1662,6 +1691,16 @@ export interface components {
              * @description refreshed less often than the other readings
              */
             processes?: components["schemas"]["GpuProcess"][];
+            /**
+             * Reservation Room Bytes
+             * @description what a sharing job could still reserve on it: usable memory when idle less the reservations; null where no sharing job may join (its node does not allow sharing, a whole-device job holds it, or a process GPUDeck did not start uses it)
+             */
+            reservation_room_bytes?: number | null;
+            /**
+             * Reservations
+             * @description the jobs sharing the device by memory, by job id (empty: not shared)
+             */
+            reservations?: components["schemas"]["Reservation"][];
             /**
              * Sample Age S
              * @description seconds since sampled_at
@@ -2273,6 +2312,12 @@ export interface components {
              * @description where the other nodes reach it
              */
             address: string | null;
+            /**
+             * Cuda Context Reserve Bytes
+             * @description what each sharing job reserves on a device beyond its estimate (the CUDA context): a sharing job's reservation is its estimate plus this
+             * @default 0
+             */
+            cuda_context_reserve_bytes?: number;
             /** Device Count */
             device_count: number;
             /**
@@ -2292,6 +2337,18 @@ export interface components {
              * Format: date-time
              */
             registered_at: string;
+            /**
+             * Share Across Users
+             * @description jobs of different users may share one of its devices
+             * @default false
+             */
+            share_across_users?: boolean;
+            /**
+             * Share Memory
+             * @description an admin allows jobs to share its devices by memory
+             * @default false
+             */
+            share_memory?: boolean;
             /**
              * Source
              * @enum {string}
@@ -2544,6 +2601,29 @@ export interface components {
             /** Uuid */
             uuid: string;
         };
+        /**
+         * Reservation
+         * @description A job sharing the device by memory, and the bytes it reserved on it (docs/sharing.md).
+         */
+        Reservation: {
+            /** Job Id */
+            job_id: number;
+            /** Job Name */
+            job_name: string;
+            /** Owner */
+            owner: string;
+            /**
+             * Releasing
+             * @description as Holder.releasing
+             * @default false
+             */
+            releasing?: boolean;
+            /**
+             * Reserved Bytes
+             * @description its estimate + a CUDA context reserve
+             */
+            reserved_bytes: number;
+        };
         /** SeriesPublic */
         SeriesPublic: {
             /** Label */
@@ -2625,6 +2705,11 @@ export interface components {
              * @default 0
              */
             attempts?: number;
+            /**
+             * Gpu Type
+             * @description the GRES type asked for (the smallest its estimate fits, where some types of the partition do not); null: any
+             */
+            gpu_type?: string | null;
             /**
              * Nodes
              * @description Slurm's node list, e.g. n[1-2]

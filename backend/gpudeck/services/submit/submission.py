@@ -16,13 +16,11 @@ from sqlalchemy.orm import Session
 from gpudeck.engine.kinds import get_kind
 from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.jobs import JobCreate
-from gpudeck.services.executors import slurm_target
-from gpudeck.services.executors.slurm_target import ClusterTarget
 from gpudeck.services.jobs import state as job_state
 from gpudeck.services.placement.live_memory import Readings
 from gpudeck.services.queue import snapshot
 from gpudeck.services.queue.plan import Quota
-from gpudeck.services.submit import placement_request
+from gpudeck.services.submit import cluster_target, placement_request
 from gpudeck.services.submit.checks import (
     Submitter,
     check_inputs,
@@ -31,6 +29,7 @@ from gpudeck.services.submit.checks import (
     inputs_due,
     validate_config,
 )
+from gpudeck.services.submit.cluster_target import ClusterTarget
 from gpudeck.services.submit.estimates import EstimateMemo, estimate_bytes_per_device
 from gpudeck.services.submit.placement_request import Placement
 from gpudeck.services.submit.reserve import reserve_at_submit, starts_now
@@ -83,7 +82,7 @@ class Submission:
 def where_it_runs(session: Session, spec: JobCreate) -> Placement | ClusterTarget:
     """GPUDeck's own nodes (placement_request.resolve), or the Slurm cluster it names."""
     if spec.cluster is not None:
-        return slurm_target.resolve(session, spec)
+        return cluster_target.resolve(session, spec)
     return placement_request.resolve(session, spec)
 
 
@@ -157,7 +156,7 @@ def job_columns(
 ) -> dict[str, Any]:
     """A new job's row: one job's, or each of a sweep's members (inserted together)."""
     named = placement.named
-    on_cluster = placement.job_columns() if isinstance(placement, ClusterTarget) else {}
+    on_cluster = placement.job_columns(estimate) if isinstance(placement, ClusterTarget) else {}
     return {
         **on_cluster,
         "name": name,

@@ -28,9 +28,11 @@ from gpudeck.services.executors.clusters import (
     get_cluster,
     slurm_client,
 )
+from gpudeck.services.placement.recommend import usable_when_idle
 from gpudeck.slurm import NodeInfo, PartitionInfo, SlurmError
 
 FACTS_TTL_S = 30.0
+GIB = 1024**3
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ class ClusterTarget:
     partition: str
     nodes_requested: int
     max_time_s: int | None  # the partition's, when Slurm said
+    # The partition's GRES types whose memory the cluster configures -> bytes (empty: unknown).
+    gpu_types: dict[str, int] = field(default_factory=dict)
     named: tuple[()] = ()
     spread: None = None
     spread_nodes: None = None
@@ -93,13 +97,43 @@ class ClusterTarget:
         return [self.cluster.name]
 
     def home_node(self, spec: JobCreate, estimate: int | None) -> str:
+        """The cluster, once a GRES type its estimate fits is known to exist (`force` skips
+        the check, as on GPUDeck's own nodes)."""
+        if not spec.force:
+            self.gpu_type_for(estimate, refuse=True)
         return self.cluster.name
 
-    def job_columns(self) -> dict[str, Any]:
-        return {
-            "cluster_id": self.cluster.id,
-            "slurm": {"partition": self.partition, "nodes_requested": self.nodes_requested},
+    def gpu_type_for(self, estimate: int | None, *, refuse: bool = False) -> str | None:
+        """The GRES type to ask Slurm for: None when any type will do (no estimate, types'
+        memory unknown, or every type fits); the smallest that fits when some
+        do not (the big ones stay for the jobs that need them); a 422 when none fits and
+        `refuse`."""
+        if estimate is None or not self.gpu_types:
+            return None
+        fits = {t: m for t, m in self.gpu_types.items() if usable_when_idle(m) >= estimate}
+        if len(fits) == len(self.gpu_types):
+            return None
+        if not fits and not refuse:
+            return None  # forced: Slurm may place it anywhere
+        if not fits:
+            known = ", ".join(
+                f"{t} ({m / GIB:.0f} GiB, {usable_when_idle(m) / GIB:.1f} usable)"
+                for t, m in sorted(self.gpu_types.items())
+            )
+            raise InvalidInput(
+                [("config", f"needs {estimate / GIB:.2f} GiB per device: no GPU type of "
+                  f"partition {self.partition} fits it ({known})")]
+            )  # fmt: skip
+        return min(fits, key=lambda t: (fits[t], t))  # the smallest that fits: leave the big
+
+    def job_columns(self, estimate: int | None) -> dict[str, Any]:
+        view: dict[str, Any] = {
+            "partition": self.partition,
+            "nodes_requested": self.nodes_requested,
         }
+        if (gpu_type := self.gpu_type_for(estimate)) is not None:
+            view["gpu_type"] = gpu_type
+        return {"cluster_id": self.cluster.id, "slurm": view}
 
     def time_limit(self, asked_s: int | None, default_s: int) -> int:
         """The job's time limit: as asked, which must be within the partition's; none asked,
@@ -132,10 +166,12 @@ def resolve(
     count = int(spec.count or 0)
     nodes = spec.nodes or (count // spec.devices_per_node if spec.devices_per_node else 1)
     facts = FACTS.get(cluster, client_for)
-    max_time_s = None
+    max_time_s, types = None, {}
     if facts is not None:
         max_time_s = _check_partition(facts, partition, nodes, count // nodes)
-    return ClusterTarget(cluster, partition, nodes, max_time_s)
+        present = {g.type for n in facts.nodes if partition in n.partitions for g in n.gpus}
+        types = {t: m for t, m in (cluster.gpu_memory or {}).items() if t in present}
+    return ClusterTarget(cluster, partition, nodes, max_time_s, types)
 
 
 def _check_partition(facts: ClusterFacts, partition: str, nodes: int, per_node: int) -> int | None:
