@@ -21,16 +21,18 @@ from gpudeck.cli.http import (
     request,
     table,
 )
+from gpudeck.cli.share_lines import ShareOption, reservations_cell, share_body, sharing_mark
 from gpudeck.cli.slurm_lines import ClusterOption, PartitionOption, cluster_place, submitted_line
 
 
 def gpus(url: UrlOption = "", as_json: JsonOption = False) -> None:
-    """List every device with its holder job."""
+    """List every device with its holder job (on a shared device, each sharing job and the
+    memory it reserved, and the room left); `shares` marks nodes that allow sharing."""
     rows = request("GET", url or default_url(), "/api/gpus")
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    listing = table("node", "idx", "name", "source", "memory", "held by")
+    listing = table("node", "idx", "name", "source", "memory", "shares", "held by")
     for g in rows:
         holder = g["held_by"]
         held = f"job {holder['job_id']} ({holder['owner']})" if holder else ""
@@ -38,9 +40,11 @@ def gpus(url: UrlOption = "", as_json: JsonOption = False) -> None:
             held = f"releasing from {held}"
         if not holder and g["external_processes"]:
             held = "external process"
+        held = reservations_cell(g) or held
         listing.add_row(
-            g["node"], str(g["index"]), g["name"], g["source"], gib(g["memory_total_bytes"]), held
-        )
+            g["node"], str(g["index"]), g["name"], g["source"], gib(g["memory_total_bytes"]),
+            sharing_mark(g), held,
+        )  # fmt: skip
     console.print(listing)
 
 
@@ -59,6 +63,7 @@ def submit(
     ] = None,
     cluster: ClusterOption = None,
     partition: PartitionOption = None,
+    share: ShareOption = False,
     name: Annotated[str | None, typer.Option(help="a name for the job")] = None,
     force: Annotated[bool, typer.Option(help="skip the free-memory check")] = False,
     no_queue: sched.NoQueueOption = False,
@@ -84,6 +89,7 @@ def submit(
     if on_output is not None:
         config_obj, depends_on = prefill(url, kind, on_output, config_obj, depends_on)
     body: dict[str, Any] = {"kind": kind, "config": config_obj, "force": force}
+    body |= share_body(share)  # the API checks it: a 422 naming share says why not
     body |= sched.scheduling_body(
         no_queue=no_queue, priority=priority, time_limit_s=time_limit, depends_on=depends_on,
         preemptible=preemptible, hold=hold,

@@ -29,6 +29,7 @@ from gpudeck.cli.http import (
 )
 from gpudeck.cli.job_figures import bar_lines, figure_rows, latest_values
 from gpudeck.cli.scheduling import describe_submitted
+from gpudeck.cli.share_lines import share_row
 from gpudeck.cli.slurm_lines import cluster_place, slurm_rows
 
 FIGURE_STEPS = 10_000  # `show` reads the metrics of this many last steps for the figures
@@ -68,6 +69,7 @@ def show(job_id: JobArg, url: UrlOption = "", as_json: JsonOption = False) -> No
         ("started", (job["started_at"] or "-")[:19].replace("T", " ")),
         ("finished", (job["finished_at"] or "-")[:19].replace("T", " ")),
         ("elapsed", _elapsed(job)),
+        share_row(job),
         ("estimate / device", gib(job["estimate_bytes_per_device"])),
         ("peak / device", gib(job["peak_memory_bytes"])),
     ]

@@ -21,6 +21,7 @@ from gpudeck.cli.http import (
     table,
 )
 from gpudeck.cli.scheduling import start_of
+from gpudeck.cli.share_lines import ShareOption, share_body
 from gpudeck.cli.slurm_lines import ClusterOption, PartitionOption
 from gpudeck.cli.sweep_params import RANDOM_FORMS, parameters
 
@@ -61,6 +62,7 @@ def submit(
     max_parallel: Annotated[
         int | None, typer.Option(min=1, help="at most this many members run at once")
     ] = None,
+    share: ShareOption = False,
     name: Annotated[str | None, typer.Option(help="the sweep's name")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="follow it until every member ends")] = False,
     preview: Annotated[
@@ -81,6 +83,7 @@ def submit(
     # where each member runs (--cluster): checked by the API, a 422 naming the field
     place = {"cluster": cluster, "partition": partition, "nodes": nodes}
     job |= {k: v for k, v in place.items() if v}
+    job |= share_body(share)  # each member shares: as many per device as their reservations fit
     body: dict[str, Any] = {
         "job": job,
         "parameters": parameters(grid or [], zip_ or [], random or [], draws, seed),

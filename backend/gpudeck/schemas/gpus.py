@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpudeck.telemetry.schema import DeviceReadings, Source
 
-__all__ = ["ExternalProcess", "GpuPublic", "Holder", "NodePublic", "Source"]
+__all__ = ["ExternalProcess", "GpuPublic", "Holder", "NodePublic", "Reservation", "Source"]
 
 
 class Holder(BaseModel):
@@ -21,6 +21,16 @@ class Holder(BaseModel):
             "that node's lease has passed"
         ),
     )
+
+
+class Reservation(BaseModel):
+    """A job sharing the device by memory, and the bytes it reserved on it (docs/sharing.md)."""
+
+    job_id: int
+    job_name: str
+    owner: str
+    reserved_bytes: int = Field(description="its estimate + a CUDA context reserve")
+    releasing: bool = Field(default=False, description="as Holder.releasing")
 
 
 class ExternalProcess(BaseModel):
@@ -38,7 +48,23 @@ class GpuPublic(DeviceReadings):
     name: str
     source: Source
     memory_total_bytes: int
-    held_by: Holder | None
+    held_by: Holder | None = Field(
+        description="the job holding the device; on a shared device the first of its sharing "
+        "jobs (every one is in `reservations`)"
+    )
+    reservations: list[Reservation] = Field(
+        default_factory=list,
+        description="the jobs sharing the device by memory, by job id (empty: not shared)",
+    )
+    reservation_room_bytes: int | None = Field(
+        default=None,
+        description="what a sharing job could still reserve on it: usable memory when idle less "
+        "the reservations; null where no sharing job may join (its node does not allow sharing, "
+        "a whole-device job holds it, or a process GPUDeck did not start uses it)",
+    )
+    node_shares_memory: bool = Field(
+        default=False, description="its node allows jobs to share devices by memory"
+    )
     external_processes: list[ExternalProcess] = Field(
         description="processes GPUDeck did not start: the device is externally busy"
     )
@@ -60,3 +86,14 @@ class NodePublic(BaseModel):
     last_seen_at: datetime
     address: str | None = Field(description="where the other nodes reach it")
     online: bool = Field(description="its sampler reported lately; if not, no job may use it")
+    share_memory: bool = Field(
+        default=False, description="an admin allows jobs to share its devices by memory"
+    )
+    share_across_users: bool = Field(
+        default=False, description="jobs of different users may share one of its devices"
+    )
+    cuda_context_reserve_bytes: int = Field(
+        default=0,
+        description="what each sharing job reserves on a device beyond its estimate (the CUDA "
+        "context): a sharing job's reservation is its estimate plus this",
+    )

@@ -41,5 +41,11 @@ def gpu_history(
 
 
 @router.get("/nodes")
-def get_nodes(session: SessionDep) -> list[NodePublic]:
-    return [NodePublic.model_validate(row) for row in list_nodes(session)]
+def get_nodes(session: SessionDep, request: Request) -> list[NodePublic]:
+    """Every node, whether it allows sharing its devices, and what a sharing job reserves
+    beyond its estimate (the CUDA context reserve, the same setting submit adds)."""
+    reserve = request.app.state.settings.cuda_context_reserve_bytes
+    return [
+        NodePublic.model_validate(row).model_copy(update={"cuda_context_reserve_bytes": reserve})
+        for row in list_nodes(session)
+    ]

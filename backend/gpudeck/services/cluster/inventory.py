@@ -77,7 +77,7 @@ def list_devices_with_holders(session: Session) -> list[tuple[Device, Job | None
 
 def list_nodes(
     session: Session,
-) -> Sequence[Row[str, str, int, datetime, datetime, str | None, bool]]:
+) -> Sequence[Row[str, str, int, datetime, datetime, str | None, bool, bool, bool]]:
     """Each node's columns, its `device_count` and whether it is `online`, as named row
     attributes."""
     return session.execute(
@@ -88,6 +88,8 @@ def list_nodes(
             Node.registered_at,
             Node.last_seen_at,
             Node.address,
+            Node.share_memory,
+            Node.share_across_users,
             (Node.last_seen_at >= func.now() - timedelta(seconds=OFFLINE_AFTER_S)).label("online"),
         )
         .outerjoin(Device, Device.node == Node.name)

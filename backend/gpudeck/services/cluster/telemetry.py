@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from gpudeck.models import Allocation, Device, Job, JobStatus
 from gpudeck.schemas.gpus import ExternalProcess, GpuPublic, Holder
+from gpudeck.services.cluster.device_sharing import DeviceSharing, sharing_by_device
 from gpudeck.services.cluster.inventory import list_devices_with_holders
 from gpudeck.services.jobs import state as job_state
 from gpudeck.telemetry import stream
@@ -68,14 +69,22 @@ def device_views(session: Session, r: redis.Redis, *, now: datetime | None = Non
     from the newest sample when it is fresh, else as the sampler last stored them."""
     now = now or datetime.now(UTC)
     latest = latest_samples(r)
-    views = []
+    sharing = sharing_by_device(session)
+    views: dict[tuple[str, str], GpuView] = {}
     for device, job in list_devices_with_holders(session):
+        key = (device.node, device.uuid)
+        shared = sharing.get(key, DeviceSharing())
+        if key in views:
+            # A shared device has a row per sharing job: the first (lowest id) is `held_by`.
+            first = views[key].held_by
+            if first is None or job is None or first.job_id < job.id:
+                continue
         sample = latest.get(device.node)
         reading = (
             next((d for d in sample.devices if d.uuid == device.uuid), None) if sample else None
         )
-        views.append(_view(device, job, sample, reading, now))
-    return views
+        views[key] = _view(device, job, sample, reading, now, shared)
+    return list(views.values())
 
 
 def _view(
@@ -84,6 +93,7 @@ def _view(
     sample: NodeSample | None,
     reading: DeviceSample | None,
     now: datetime,
+    sharing: DeviceSharing,
 ) -> GpuView:
     age = (now - sample.sampled_at).total_seconds() if sample and reading else None
     stale = age is None or sample is None or age > stale_after_s(sample.interval_s)
@@ -109,6 +119,9 @@ def _view(
         source=device.source,
         memory_total_bytes=device.memory_total_bytes,
         held_by=_holder(job) if job else None,
+        reservations=sharing.reservations,
+        reservation_room_bytes=sharing.room_bytes,
+        node_shares_memory=sharing.node_shares,
         external_processes=external,
         last_seen_at=device.last_seen_at,
         sampled_at=sample.sampled_at if reading and sample else None,
