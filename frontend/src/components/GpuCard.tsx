@@ -6,8 +6,18 @@ import { MemoryBar } from "./MemoryBar";
 import { ProcessList } from "./ProcessList";
 import { SeriesSparkline } from "./SeriesSparkline";
 import { SourceBadge } from "./SourceBadge";
+import { ReservationBar } from "./sharing/ReservationBar";
+import { isShared } from "../lib/sharing";
 
 export function Holder({ gpu }: { gpu: Gpu }) {
+  if (isShared(gpu)) {
+    const n = gpu.reservations?.length ?? 0;
+    return (
+      <span className="holder shared" data-testid="holder">
+        shared by {n} job{n > 1 ? "s" : ""}
+      </span>
+    );
+  }
   if (gpu.held_by?.releasing) {
     // The job ended, but this node has not yet confirmed its processes are gone.
     return (
@@ -71,6 +81,11 @@ export function GpuCard({ gpu, series, revision, stale = false }: Props) {
             {gpu.name}
           </span>
         </div>
+        {gpu.node_shares_memory && (
+          <span className="badge shareable" data-testid="shareable" title="its node lets jobs share its devices by memory">
+            shareable
+          </span>
+        )}
         <SourceBadge source={gpu.source} />
       </header>
       {gpu.lost && <div className="banner error small">NVML reports this GPU as lost</div>}
@@ -103,6 +118,7 @@ export function GpuCard({ gpu, series, revision, stale = false }: Props) {
           <dd>{formatNumber(gpu.sm_clock_mhz, 0, " MHz")}</dd>
         </div>
       </dl>
+      {isShared(gpu) && <ReservationBar gpu={gpu} />}
       <div className="gpu-holder">
         <Holder gpu={gpu} />
       </div>

@@ -35,6 +35,16 @@ function newSeries(capacity: number): Series {
   };
 }
 
+/** What GET /api/gpus knows and samples do not: the holder and the device's sharing. */
+function fromInventory(device: Gpu): Pick<Gpu, "held_by" | "reservations" | "reservation_room_bytes" | "node_shares_memory"> {
+  return {
+    held_by: device.held_by,
+    reservations: device.reservations ?? [],
+    reservation_room_bytes: device.reservation_room_bytes ?? null,
+    node_shares_memory: device.node_shares_memory ?? false,
+  };
+}
+
 const nan = (v: number | null | undefined): number => (v === null || v === undefined ? NaN : v);
 
 export class TelemetryStore {
@@ -84,7 +94,7 @@ export class TelemetryStore {
       const key = deviceKey(device);
       this.inventory.set(key, device);
       const current = this.latest.get(key);
-      this.latest.set(key, current ? { ...current, held_by: device.held_by, external_processes: device.external_processes } : device);
+      this.latest.set(key, current ? { ...current, ...fromInventory(device), external_processes: device.external_processes } : device);
     }
     this.changed();
   }
@@ -111,6 +121,9 @@ export class TelemetryStore {
       processes,
       lost: device.lost ?? false,
       held_by: known?.held_by ?? null,
+      reservations: known?.reservations ?? [],
+      reservation_room_bytes: known?.reservation_room_bytes ?? null,
+      node_shares_memory: known?.node_shares_memory ?? false,
       external_processes: processes.filter((p) => !p.managed).map((p) => ({ pid: p.pid, used_memory_bytes: p.used_memory_bytes })),
       sampled_at: sample.sampled_at,
       sample_age_s: 0,

@@ -60,6 +60,17 @@ export function Dashboard() {
                     {nodes.get(node)?.online ? "online" : "offline"}
                   </span>
                 )}
+                {nodes.get(node)?.share_memory && (
+                  <span
+                    className="badge node-sharing"
+                    data-testid="node-sharing"
+                    title={
+                      nodes.get(node)?.share_across_users ? "any users' jobs may share a device" : "one user's jobs may share a device"
+                    }
+                  >
+                    shares devices by memory
+                  </span>
+                )}
               </h2>
             )}
             <div className="gpu-grid">
