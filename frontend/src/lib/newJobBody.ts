@@ -15,19 +15,22 @@ export interface NewJobInput {
   scheduling: SchedulingCreate;
   /** the Slurm cluster it runs on (its count and nodes replace the devices'), or null/absent */
   cluster?: ClusterChoice | null;
+  /** share each device by memory (docs/sharing.md); never on a cluster */
+  share?: boolean;
 }
 
 /**
  * The POST /api/jobs body for what the form shows (a sweep posts it as its `job`): the ticked
  * devices when there are any, else the count (and its nodes); on a Slurm cluster its name,
  * partition, count and nodes instead; the name trimmed, left out when blank; the Scheduling
- * section's fields.
+ * section's fields; share "memory" when the job shares its devices.
  */
-export function newJobBody({ kind, config, devices, count, nodes, name, scheduling, cluster }: NewJobInput): JobCreate {
+export function newJobBody({ kind, config, devices, count, nodes, name, scheduling, cluster, share }: NewJobInput): JobCreate {
   const placement = cluster
     ? clusterBody(cluster)
     : devices.length > 0
       ? { devices: devices.map((d) => ({ node: d.node, uuid: d.uuid })) }
       : { count, ...(nodes !== null ? { nodes } : {}) };
-  return { kind, config, ...placement, ...(name.trim() ? { name: name.trim() } : {}), ...scheduling };
+  const sharing = share && !cluster ? { share: "memory" as const } : {};
+  return { kind, config, ...placement, ...sharing, ...(name.trim() ? { name: name.trim() } : {}), ...scheduling };
 }

@@ -66,3 +66,66 @@ export function devicesToShareNow(gpus: readonly Gpu[], needBytes: number, count
   }
   return null;
 }
+
+export interface ShareInput {
+  /** every live device (the board's: reservations, room, node policy) */
+  devices: readonly Gpu[];
+  /** the ticked devices, if any: the job runs on exactly these */
+  selected: readonly Gpu[];
+  /** the devices asked for when none is ticked */
+  count: number;
+  /** the nodes a count is spread over, or null */
+  spreadNodes: number | null;
+  /** the kind's estimate per device; null: none (the kind makes none, or the form is unfinished) */
+  estimateBytes: number | null;
+  /** GET /api/nodes: what a sharing job reserves beyond its estimate */
+  contextReserveBytes: number;
+  /** the whole-device recommendation for the count: `enough` false means it would wait */
+  wholeDevicesNow: boolean | undefined;
+  /** the toggle is on */
+  on: boolean;
+}
+
+export interface ShareState {
+  /** why the toggle cannot be turned on, or null */
+  disabledReason: string | null;
+  /** what the job would reserve on each device, or null without an estimate */
+  reserveBytes: number | null;
+  /** the recommender's line about sharing, or null */
+  line: string | null;
+  /** sharing would start it now (on the devices named in `line`) */
+  startsNow: boolean;
+}
+
+const TURN_ON = "an admin turns it on with `gpudeck nodes sharing NODE --on`";
+
+/** What the new-job form's "Share the device by memory" toggle offers (docs/sharing.md). */
+export function shareState(input: ShareInput): ShareState {
+  const reserveBytes = reservationBytes(input.estimateBytes, input.contextReserveBytes);
+  const pool = input.selected.length > 0 ? input.selected : input.devices;
+  const nodes = [...new Set(pool.map((d) => d.node))];
+  const sharingNodes = nodes.filter((n) => pool.some((d) => d.node === n && d.node_shares_memory));
+  const disabledReason =
+    reserveBytes === null
+      ? "no memory estimate for this job: a sharing job reserves its estimate"
+      : input.spreadNodes !== null && input.spreadNodes > 1
+        ? "a job spread over several nodes cannot share devices"
+        : sharingNodes.length === 0
+          ? input.selected.length > 0
+            ? `the chosen devices' node does not allow sharing (${TURN_ON})`
+            : `no node allows sharing devices (${TURN_ON})`
+          : null;
+  if (disabledReason !== null || reserveBytes === null) return { disabledReason, reserveBytes, line: null, startsNow: false };
+  const count = input.selected.length > 0 ? input.selected.length : input.count;
+  const onDevices = devicesToShareNow(pool, reserveBytes, count, sharingNodes);
+  const where = onDevices?.map((d) => `${d.node}/${d.index} (${formatBytes(d.reservation_room_bytes)} free of reservations)`).join(", ");
+  if (input.on) {
+    const line = where
+      ? `Starts now, sharing ${where}.`
+      : `Waits for memory: no ${count > 1 ? `${count} devices have` : "device has"} ${formatBytes(reserveBytes)} free of reservations now.`;
+    return { disabledReason, reserveBytes, line, startsNow: onDevices !== null };
+  }
+  // the whole-device recommendation would wait, sharing would not: say so
+  const line = where && input.wholeDevicesNow === false ? `Could start now by sharing instead of waiting: ${where}.` : null;
+  return { disabledReason, reserveBytes, line, startsNow: false };
+}

@@ -10,9 +10,10 @@ import { EstimatePanel } from "../components/newJob/EstimatePanel";
 import { JobIdentity } from "../components/newJob/JobIdentity";
 import { PrefillNotes } from "../components/newJob/PrefillNotes";
 import { Scheduling } from "../components/newJob/Scheduling";
+import { ShareToggle } from "../components/newJob/ShareToggle";
 import { SweepSection } from "../components/newJob/SweepSection";
 import { WhereChoice } from "../components/newJob/WhereChoice";
-import { useKind, useKinds } from "../hooks/queries";
+import { useKind, useKinds, useNodes } from "../hooks/queries";
 import { useClusterChoice } from "../hooks/useClusterChoice";
 import { useDeviceChoice } from "../hooks/useDeviceChoice";
 import { useJobFormValues } from "../hooks/useJobFormValues";
@@ -28,6 +29,7 @@ import { newJobBody } from "../lib/newJobBody";
 import { revealedErrors } from "../lib/revealErrors";
 import { allFields, type FieldValue } from "../lib/schemaForm";
 import { isSchedulingError, schedulingErrors } from "../lib/scheduling";
+import { shareState } from "../lib/sharing";
 import { startBlocker } from "../lib/startBlocker";
 import { sweepable } from "../lib/sweep/sweepForm";
 
@@ -90,6 +92,21 @@ export function NewJob() {
     refreshKey: submission.refreshKey,
   });
 
+  // sharing a device by memory: what the job would reserve, and whether it could start now
+  const [share, setShare] = useState(false);
+  const contextReserveBytes = Math.max(0, ...(useNodes().data ?? []).map((n) => n.cuda_context_reserve_bytes ?? 0));
+  const sharing = shareState({
+    devices: choice.devices,
+    selected: choice.selectedDevices,
+    count,
+    spreadNodes: choice.spreadNodes,
+    estimateBytes: estimatesMemory ? placement.bytesPerDevice : null,
+    contextReserveBytes,
+    wholeDevicesNow: placement.recommendation?.enough,
+    on: share,
+  });
+  const sharingOn = share && sharing.disabledReason === null && !onCluster;
+
   const taken = useMemo(() => new Map(conflict?.busy.map((b) => [deviceKey(b), b.held_by_job_id]) ?? []), [conflict]);
   const batchField = kindInfo.data?.batch_size_field;
   const splitError = batchSplitError(form.config, batchField, worldSize);
@@ -116,7 +133,10 @@ export function NewJob() {
   const sweepBlocker = sweep.on ? sweep.blocker : null;
   const blocker = onCluster
     ? (clusterIssue?.message ?? sweepBlocker)
-    : (nodesError ?? sweepBlocker ?? startBlocker({ selected: choice.selectedDevices, taken, canWait, count, ...placement }));
+    : (nodesError ??
+      sweepBlocker ??
+      // a share that fits now starts now, whatever the whole devices' recommendation says
+      (sharingOn && sharing.startsNow ? null : startBlocker({ selected: choice.selectedDevices, taken, canWait, count, ...placement })));
   // a cluster job's count, nodes and partition show their messages in its card
   const clusterErrors = {
     ...(clusterIssue ? { [clusterIssue.field]: clusterIssue.message } : {}),
@@ -142,6 +162,7 @@ export function NewJob() {
       name,
       scheduling: scheduling.body,
       cluster: onCluster,
+      share: sharingOn,
     });
     if (sweep.on) sweep.submit(body);
     else submission.submit(body);
@@ -233,6 +254,7 @@ export function NewJob() {
               canWait={canWait}
             />
           )}
+          {!onCluster && <ShareToggle on={share} onChange={setShare} state={sharing} contextReserveBytes={contextReserveBytes} />}
           <Scheduling
             values={scheduling.values}
             onChange={scheduling.setField}
