@@ -129,3 +129,13 @@ export function shareState(input: ShareInput): ShareState {
   const line = where && input.wholeDevicesNow === false ? `Could start now by sharing instead of waiting: ${where}.` : null;
   return { disabledReason, reserveBytes, line, startsNow: false };
 }
+
+// The node's watchdog's verdict on a sharing job, as the worker puts it first in the job's
+// error (schemas/failure.py): "used 9.3 GiB of its 8.0 GiB reservation on node/2".
+const OVER_RESERVATION = /^used .+ of its .+ reservation on \S+$/;
+
+/** The cause when the job was killed for using more than its reservation, else null. */
+export function reservationKillCause(errorSummary: string | null | undefined): string | null {
+  const first = errorSummary?.split("\n")[0]?.trim() ?? "";
+  return OVER_RESERVATION.test(first) ? first : null;
+}

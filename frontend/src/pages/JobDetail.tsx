@@ -7,6 +7,7 @@ import { JobLabels } from "../components/job/JobLabels";
 import { JobSettings } from "../components/job/JobSettings";
 import { LogTail } from "../components/job/LogTail";
 import { Segments } from "../components/job/Segments";
+import { ShareFact } from "../components/job/ShareFact";
 import { SlurmCard } from "../components/job/SlurmCard";
 import { SourceJob } from "../components/job/SourceJob";
 import { SummaryFigures } from "../components/job/SummaryFigures";
@@ -143,6 +144,7 @@ export function JobDetail() {
               />
             </dd>
           </div>
+          <ShareFact job={j} />
           <SummaryFigures job={j} figures={kind.data?.summary_metrics ?? []} latest={latest} />
         </dl>
         <RankMemory memory={j.rank_memory} advice={j.advice} />
