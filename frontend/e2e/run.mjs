@@ -12,6 +12,7 @@ import { mapCodeRoot, mapTests } from "./map.mjs";
 import { phoneTests } from "./phone.mjs";
 import { queueTests } from "./queue.mjs";
 import { settingsTests } from "./settings.mjs";
+import { sharingTests } from "./sharing.mjs";
 import { sweepTests } from "./sweeps.mjs";
 
 const shotsDir = process.env.E2E_SCREENSHOTS === "1" ? join(repoDir, "docs/img") : join(frontendDir, "test-results");
@@ -405,6 +406,7 @@ async function main() {
     await compareTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
     await phoneTests({ test, page, server, url, jobTimeoutMs: JOB_TIMEOUT_MS });
     await clusterTests({ test, page, server, url, shot });
+    await sharingTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
 
     await test("no uncaught errors in the page", async () => {
       if (consoleErrors.length > 0) throw new Error(consoleErrors.join("\n"));
