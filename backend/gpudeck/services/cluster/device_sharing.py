@@ -50,7 +50,7 @@ def live_reservations(session: Session) -> dict[DeviceKey, list[Reservation]]:
                 job_id=job_id,
                 job_name=name,
                 owner=owner,
-                reserved_bytes=int(reserved),
+                reserved_bytes=reserved or 0,  # never NULL: the WHERE above
                 releasing=ended,
             )
         )
