@@ -6,6 +6,7 @@ import { FakeWebSocket } from "../test/fakeWebSocket";
 import { makeGpu, makeJob, makeSaeKind } from "../test/fixtures";
 import { ALL_BUSY, ONE_GIB_ESTIMATE, renderNewJob } from "../test/newJobPage";
 import { json } from "../test/render";
+import { makeSweep } from "../test/sweepFixtures";
 
 const GIB = 1024 ** 3;
 
@@ -35,7 +36,7 @@ const sharedDevice = makeGpu({
   node_shares_memory: true,
 });
 
-function setup(inventory: Gpu[], shares: boolean) {
+function setup(inventory: Gpu[], shares: boolean, route = "/new") {
   return renderNewJob(
     {
       "GET /api/kinds": () => json([makeSaeKind()]),
@@ -45,8 +46,9 @@ function setup(inventory: Gpu[], shares: boolean) {
       "GET /api/gpus": () => json(inventory),
       "GET /api/nodes": () => json([node(shares)]),
       "POST /api/jobs": () => json(makeJob({ id: 42, status: "running" }), 201),
+      "POST /api/sweeps": () => json(makeSweep(2), 201),
     },
-    { devices: [makeGpu({ index: 0, uuid: "G0" })] },
+    { route, devices: [makeGpu({ index: 0, uuid: "G0" })] },
   );
 }
 
@@ -88,4 +90,18 @@ describe("NewJob: Share the device by memory", () => {
     await screen.findByTestId("elsewhere");
     expect(created(api)).not.toHaveProperty("share");
   });
+
+  it("makes every member of a sweep share", async () => {
+    const api = setup([sharedDevice], true, "/new?sweep=1");
+    await screen.findByTestId("estimate-bytes");
+    await userEvent.selectOptions(screen.getByLabelText("sweep field 1"), "k");
+    await userEvent.type(screen.getByLabelText("sweep values 1"), "2, 4");
+    await waitFor(() => expect(screen.getByLabelText("Share the device by memory")).toBeEnabled());
+    await userEvent.click(screen.getByLabelText("Share the device by memory"));
+    await waitFor(() => expect(screen.getByTestId("submit")).toBeEnabled());
+    await userEvent.click(screen.getByTestId("submit"));
+    await screen.findByTestId("elsewhere");
+    const body = api.requests.find((r) => r.path === "/api/sweeps")?.body as Record<string, unknown>;
+    expect(body).toMatchObject({ job: { kind: "sae", share: "memory" }, parameters: { grid: { k: [2, 4] } } });
+  }, 15_000);
 });
