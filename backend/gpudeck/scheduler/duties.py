@@ -50,6 +50,7 @@ class Duty:
     interval_s: float
     run: Callable[[Context], object]
     on_wake: bool = False
+    stop: Callable[[], object] | None = None  # when the scheduler stops (a duty's own thread)
 
 
 def reap_lost_jobs(ctx: Context) -> list[int]:
@@ -153,5 +154,5 @@ def default_duties(settings: Settings) -> list[Duty]:
         Duty("re-dispatch queued jobs", 1.0, redispatch_jobs),
         Duty("stop hopeless sweep members", 1.0, stop_hopeless_members),
         Duty("schedule the queue", settings.scheduler_interval_s, schedule_queue, on_wake=True),
-        Duty("follow the Slurm clusters", settings.slurm_poll_s, slurm.kick),
+        Duty("follow the Slurm clusters", settings.slurm_poll_s, slurm.kick, stop=slurm.join),
     ]

@@ -61,6 +61,9 @@ class Scheduler:
                 )
         finally:
             self.wake.stop()
+            for duty in self.duties:  # a duty's own thread (the Slurm pass) ends with it
+                if duty.stop is not None:
+                    duty.stop()
             self.leadership.release(stopping=True)
 
     def tick(self) -> bool:

@@ -51,11 +51,23 @@ class Context(Protocol):
 APPLY_PER_TRANSACTION = 200  # a slurmctld outage changes every job's view at once
 
 
+@dataclass(frozen=True)
+class Ending:
+    """A job Slurm ended, its ranks' output stored: what its end is decided from."""
+
+    job_id: int
+    read: JobState
+    rank_error: str | None
+    signalled: bool  # USR1 reached its batch shell (the time limit's warning, or a cancel)
+
+
 @dataclass
 class SlurmExecutor:
     followers: dict[int, SlurmFollower] = field(default_factory=dict)
     _thread: threading.Thread | None = None
     _max_array_sizes: dict[str, int] = field(default_factory=dict)
+    # Array id -> the throttle this executor set (or submitted it with).
+    throttles: dict[str, int] = field(default_factory=dict)
 
     def max_array_size(self, cluster: str, client: SlurmClient) -> int:
         """The cluster's MaxArraySize, read once (a slurm.conf change needs a restart)."""
@@ -71,6 +83,14 @@ class SlurmExecutor:
             target=self.run_pass, args=(ctx,), name="gpudeck-slurm-pass", daemon=True
         )
         self._thread.start()
+
+    def join(self, timeout_s: float = 60.0) -> None:
+        """Wait for a pass under way, then close every follower (a scheduler that stops)."""
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        for follower in self.followers.values():
+            follower.close()
+        self.followers.clear()
 
     def run_pass(self, ctx: Context) -> None:
         with transaction(ctx.sessions) as session:
@@ -105,11 +125,12 @@ class ClusterPass:
         states = client.poll(asked)
         changed: list[tuple[slurm_runs.LiveJob, JobState]] = []
         pending_cancels: list[str] = []
+        endings: list[Ending] = []
         for job in submitted:
             read = _lookup(states, job.slurm_job_id or "")
             try:
                 if read.state in TERMINAL:
-                    self.end(job, read)
+                    endings.append(self.drain(job, read))
                     continue
                 if job.cancel_requested and read.state == "queued":
                     pending_cancels.append(job.slurm_job_id or "")  # nothing runs: at once
@@ -117,10 +138,25 @@ class ClusterPass:
                     self.stop(client, job)
             except SlurmError as exc:
                 log.warning("job %s on %s: %s", job.id, self.cluster.name, exc)
+            except Exception:  # one job's trouble must not hold up every other job's
+                log.exception("job %s on %s: the pass could not apply %s", job.id,
+                              self.cluster.name, read)  # fmt: skip
+                continue
             if slurm_runs.changes(job, read) or self._unfollowed(job, read):
                 changed.append((job, read))
         for start in range(0, len(changed), APPLY_PER_TRANSACTION):
-            self.apply(changed[start : start + APPLY_PER_TRANSACTION])
+            batch = changed[start : start + APPLY_PER_TRANSACTION]
+            try:
+                self.apply(batch)
+            except Exception:  # apply them one by one: only the one in trouble waits
+                log.exception("%s: a batch of %d changes failed", self.cluster.name, len(batch))
+                for one in batch:
+                    try:
+                        self.apply([one])
+                    except Exception:
+                        log.exception("job %s on %s: not applied", one[0].id, self.cluster.name)
+        self.end(endings)
+        self.throttle(client)
         if pending_cancels:
             try:
                 client.cancel_many(pending_cancels)
@@ -148,6 +184,22 @@ class ClusterPass:
                 self._say(job.id, JobStatus.running)
             elif what.requeued:
                 self._say(job.id, JobStatus.queued)
+
+    def throttle(self, client: SlurmClient) -> None:
+        """Each live array's throttle to its sweep's max_parallel, where that changed (a new
+        leader sets each once: the command is idempotent)."""
+        with transaction(self.ctx.sessions) as session:
+            wanted = slurm_runs.array_throttles(session, self.cluster.id)
+        applied = self.executor.throttles
+        for array_id, most in wanted.items():
+            if applied.get(array_id) == most:
+                continue
+            try:
+                client.set_array_throttle(array_id, most)
+            except SlurmError as exc:  # an array that just ended; the rest next pass
+                log.warning("array %s on %s: throttle: %s", array_id, self.cluster.name, exc)
+                continue
+            applied[array_id] = most
 
     def _unfollowed(self, job: slurm_runs.LiveJob, read: JobState) -> bool:
         return read.state in ("starting", "running") and job.id not in self.executor.followers
@@ -216,6 +268,7 @@ class ClusterPass:
                     except SlurmError as exc:  # the rest waits for the next pass
                         log.warning("sweep %s: sbatch on %s: %s", sweep.id, self.cluster.name, exc)
                         return
+                    self.executor.throttles[array_id] = spec.array.max_parallel if spec.array else 0
                     for task, (job, task_dir) in enumerate(zip(part, task_dirs, strict=True)):
                         slurm_runs.record_submitted(
                             session, job, f"{array_id}_{task}", run_dir=str(task_dir)
@@ -257,20 +310,46 @@ class ClusterPass:
         elif time.time() - float(signalled) > self.ctx.settings.cancel_grace_s:
             client.cancel(job.slurm_job_id)
 
-    def end(self, job: slurm_runs.LiveJob, read: JobState) -> None:
-        """Slurm ended it: everything its ranks wrote is stored first, then its end."""
+    def drain(self, job: slurm_runs.LiveJob, read: JobState) -> Ending:
+        """Slurm ended it: everything its ranks wrote is stored first (its end follows, with
+        the pass's other ends)."""
         run_dir = self.run_dir(job)
         follower = self.executor.followers.pop(job.id, None)
         if follower is None and any(run_dir.glob("rank*.log")):
             follower = self.follower(job)  # it started and ended between two polls
         rank_error = follower.close() if follower is not None else None
-        signalled = (run_dir / STOP_MARKER).exists()
+        return Ending(job.id, read, rank_error, (run_dir / STOP_MARKER).exists())
+
+    def end(self, endings: list[Ending]) -> None:
+        """The ends, a transaction per batch (a cancelled sweep's thousands of members end in
+        one pass), then each on its job's feed."""
+        said: list[tuple[int, JobStatus, str | None]] = []
+        for start in range(0, len(endings), APPLY_PER_TRANSACTION):
+            batch = endings[start : start + APPLY_PER_TRANSACTION]
+            try:
+                said += self._finish(batch)
+            except Exception:  # one by one: only the one in trouble waits for the next pass
+                log.exception("%s: a batch of %d ends failed", self.cluster.name, len(batch))
+                for one in batch:
+                    try:
+                        said += self._finish([one])
+                    except Exception:
+                        log.exception("job %s on %s: end not recorded", one.job_id,
+                                      self.cluster.name)  # fmt: skip
+        for job_id, status, error in said:
+            self._say(job_id, status, error)
+            expire_stream(self.ctx.redis, job_id)
+
+    def _finish(self, endings: list[Ending]) -> list[tuple[int, JobStatus, str | None]]:
+        said = []
         with transaction(self.ctx.sessions) as session:
-            ended = slurm_runs.finish(session, job.id, read, rank_error, signalled=signalled)
-            said = (ended.id, JobStatus(ended.status), ended.error) if ended else None
-        if said is not None:
-            self._say(*said)
-            expire_stream(self.ctx.redis, job.id)
+            for e in endings:
+                ended = slurm_runs.finish(
+                    session, e.job_id, e.read, e.rank_error, signalled=e.signalled
+                )
+                if ended is not None:
+                    said.append((ended.id, JobStatus(ended.status), ended.error))
+        return said
 
     def _note(self, job_id: int, **values: object) -> None:
         with transaction(self.ctx.sessions) as session:

@@ -65,7 +65,7 @@ class BatchScripts:
             self.write_contract(job, task_dir)
         spec = self._spec(
             members[0], array_dir, argv_path=array_dir, label=f"sweep-{sweep.id}",
-            array=ArraySpec(count=len(members), max_parallel=sweep.max_parallel,
+            array=ArraySpec(count=len(members), max_parallel=sweep.max_parallel or len(members),
                             offset=offset, after=after),
         )  # fmt: skip
         return spec, task_dirs

@@ -121,6 +121,16 @@ class SweepCreate(BaseModel):
     early_stop: EarlyStop | None = None
 
 
+class SweepPatch(BaseModel):
+    """What may change on a running sweep."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    max_parallel: int = Field(
+        ge=1, le=1024, description="at most this many members run at once, from now on"
+    )
+
+
 class SweepMember(BaseModel):
     job_id: int
     index: int

@@ -40,6 +40,9 @@ _SILENCE = (
     "slurmdbd",
 )
 CANCEL_PER_COMMAND = 500
+# scancel exits with Slurm's error code, modulo 256, and may say nothing (a signal to an array
+# task that has ended): ESLURM_ALREADY_DONE (2021) and ESLURM_INVALID_JOB_ID (2017).
+_GONE_EXITS = (2021 % 256, 2017 % 256)
 _GONE = ("Invalid job id specified", "already completing or completed")
 
 
@@ -188,8 +191,9 @@ class SlurmClient:
 
     def _scancel(self, args: list[str]) -> None:
         done = self._call(["scancel", *args])
-        if done.returncode != 0 and not any(g in done.stderr for g in _GONE):
-            raise _error(done)
+        if done.returncode in (0, *_GONE_EXITS) or any(g in done.stderr for g in _GONE):
+            return
+        raise _error(done)
 
     def _checked(self, argv: list[str]) -> CommandResult:
         done = self._call(argv)

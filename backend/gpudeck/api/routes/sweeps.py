@@ -19,6 +19,7 @@ from gpudeck.schemas.sweeps import (
     SweepCreate,
     SweepDraws,
     SweepParameters,
+    SweepPatch,
     SweepPublic,
     SweepSummary,
 )
@@ -125,6 +126,23 @@ def _owned(session: SessionDep, sweep_id: int, user: Principal) -> Sweep:
     if not user.may_manage(sweep.owner):
         raise Forbidden(f"sweep {sweep_id} belongs to {sweep.owner}", field="sweep_id")
     return sweep
+
+
+@router.patch("/{sweep_id}", responses={**NOT_FOUND, 403: {"model": ErrorResponse}})
+def patch_sweep(
+    sweep_id: SweepId, body: SweepPatch, session: SessionDep, user: CurrentUser
+) -> SweepPublic:
+    """Change max_parallel while it runs: more members start at the next pass (on a Slurm
+    cluster, its arrays' throttle is set: `scontrol update ArrayTaskThrottle`); lowered, no
+    running member is stopped, and none starts until fewer run."""
+    sweep = _owned(session, sweep_id, user)
+    control.set_max_parallel(session, sweep_id, body.max_parallel)
+    audit.record(
+        session, user, audit.SWEEP_MAX_PARALLEL, f"sweep:{sweep_id}",
+        max_parallel=body.max_parallel,
+    )  # fmt: skip
+    session.commit()
+    return control.public(session, sweep)
 
 
 @router.post("/{sweep_id}/cancel", responses={**NOT_FOUND, 403: {"model": ErrorResponse}})

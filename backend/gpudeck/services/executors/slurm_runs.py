@@ -121,6 +121,22 @@ def _dependencies_met(session: Session, depends_on: list[int]) -> bool:
     return done == len(set(depends_on))
 
 
+def array_throttles(session: Session, cluster_id: int) -> dict[str, int]:
+    """Each live array of a sweep on the cluster -> its sweep's max_parallel now."""
+    rows = session.execute(
+        select(func.split_part(Job.slurm_job_id, "_", 1), Sweep.max_parallel)
+        .join(Sweep, Sweep.id == Job.sweep_id)
+        .where(
+            Job.cluster_id == cluster_id,
+            Job.slurm_job_id.contains("_"),
+            Job.status.in_(LIVE),
+            Sweep.max_parallel.is_not(None),
+        )
+        .distinct()
+    ).all()
+    return {str(array_id): int(most) for array_id, most in rows}
+
+
 def record_submitted(
     session: Session, job: Job, slurm_job_id: str, *, run_dir: str | None = None
 ) -> None:

@@ -104,7 +104,8 @@ _WAITING_COLUMNS: tuple[Any, ...] = (
 )
 
 
-# A sweep's member carries its sweep's max_parallel (set once, at the sweep's creation).
+# A sweep's member carries its sweep's max_parallel (a change to it touches the waiting
+# members' rows, so the cache below reads it again: sweeps/control.set_max_parallel).
 _WAITING_FROM = Job.__table__.outerjoin(Sweep.__table__, Sweep.id == Job.sweep_id)
 
 

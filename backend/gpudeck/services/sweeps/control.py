@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
@@ -27,6 +27,7 @@ from gpudeck.schemas.sweeps import (
 )
 from gpudeck.services.errors import NotFound
 from gpudeck.services.jobs import cancel as jobs_cancel
+from gpudeck.services.jobs import state as job_state
 from gpudeck.services.queue import actions as queue_actions
 from gpudeck.services.submit import resume as resume_service
 from gpudeck.services.submit import submission
@@ -133,6 +134,26 @@ def public(session: Session, sweep: Sweep) -> SweepPublic:
             for j in jobs
         ],
     )
+
+
+def set_max_parallel(session: Session, sweep_id: int, max_parallel: int) -> Sweep:
+    """At most `max_parallel` members run at once from now on: the scheduler's next pass starts
+    more (or, lowered, starts none until enough have ended: running members are not stopped);
+    on a Slurm cluster the executor's next pass sets its arrays' throttle."""
+    sweep = get_sweep(session, sweep_id)
+    sweep.max_parallel = max_parallel
+    # The scheduler's cache of waiting jobs re-reads a job when its row's version changes, and
+    # a member carries its sweep's max_parallel: a no-op update of the waiting ones makes the
+    # next pass read the new figure.
+    session.execute(
+        update(Job)
+        .where(Job.sweep_id == sweep_id, Job.status == JobStatus.queued)
+        .values(sweep_id=Job.sweep_id),
+        execution_options={"synchronize_session": False},
+    )
+    job_state.wake_scheduler(session)
+    session.flush()
+    return sweep
 
 
 def cancel_sweep(session: Session, sweep_id: int) -> jobs_cancel.Cancelled:
