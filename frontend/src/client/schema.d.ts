@@ -806,7 +806,13 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Patch Sweep
+         * @description Change max_parallel while it runs: more members start at the next pass (on a Slurm
+         *     cluster, its arrays' throttle is set: `scontrol update ArrayTaskThrottle`); lowered, no
+         *     running member is stopped, and none starts until fewer run.
+         */
+        patch: operations["patch_sweep_api_sweeps__sweep_id__patch"];
         trace?: never;
     };
     "/api/sweeps/{sweep_id}/analysis": {
@@ -2941,6 +2947,17 @@ export interface components {
                 [key: string]: components["schemas"]["JsonValue"][];
             };
         };
+        /**
+         * SweepPatch
+         * @description What may change on a running sweep.
+         */
+        SweepPatch: {
+            /**
+             * Max Parallel
+             * @description at most this many members run at once, from now on
+             */
+            max_parallel: number;
+        };
         /** SweepPublic */
         SweepPublic: {
             /**
@@ -5068,6 +5085,60 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SweepPublic"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    patch_sweep_api_sweeps__sweep_id__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description sweep id */
+                sweep_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SweepPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepPublic"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Not Found */
