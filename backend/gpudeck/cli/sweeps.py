@@ -1,4 +1,4 @@
-"""`gpudeck sweep submit|show|cancel` and `gpudeck sweeps`: many jobs from one spec, over HTTP
+"""`gpudeck sweep submit|show|set|cancel` and `gpudeck sweeps`: many jobs from one spec, over HTTP
 (docs/sweeps.md)."""
 
 from __future__ import annotations
@@ -239,6 +239,27 @@ def resume(sweep_id: SweepArg, url: UrlOption = "") -> None:
     sweep = request("POST", url or default_url(), f"/api/sweeps/{sweep_id}/resume")
     state = ", ".join(f"{n} {s}" for s, n in sorted(sweep["counts"].items()))
     console.print(f"sweep {sweep_id}: {state}")
+
+
+@sweep_app.command("set")
+def set_(
+    sweep_id: SweepArg,
+    max_parallel: Annotated[
+        int,
+        # no bounds here: the API's (1..1024) refuse a bad value with its own words
+        typer.Option("--max-parallel", help="at most this many members run at once, from now on"),
+    ],
+    url: UrlOption = "",
+) -> None:
+    """Change a sweep while it runs: raised, the next scheduling pass starts more members (on a
+    Slurm cluster, its arrays' throttle is set); lowered, no running member is stopped."""
+    body = {"max_parallel": max_parallel}
+    sweep = request("PATCH", url or default_url(), f"/api/sweeps/{sweep_id}", json=body)
+    console.print(
+        f"sweep {sweep_id}: max_parallel {sweep['max_parallel']} (at most "
+        f"{sweep['max_parallel']} members at once); more start at the next pass, "
+        "lowering it stops no running member"
+    )
 
 
 @sweep_app.command()

@@ -4,6 +4,7 @@ import type { Sweep as SweepData, SweepCancelled } from "../client/sweepTypes";
 import { ConfirmButton } from "../components/ConfirmButton";
 import { PageHeader } from "../components/PageHeader";
 import { FrontierCard, type MetricOption } from "../components/sweep/FrontierCard";
+import { MaxParallelControl } from "../components/sweep/MaxParallelControl";
 import { MemberCurves } from "../components/sweep/MemberCurves";
 import { MembersTable } from "../components/sweep/MembersTable";
 import { ParameterCard } from "../components/sweep/ParameterCard";
@@ -98,7 +99,7 @@ export function Sweep() {
           {data.members.length} {data.kind} members
         </span>
         <CountsText counts={data.counts} />
-        <span className="muted">{data.max_parallel ? `at most ${data.max_parallel} at once` : "no limit on parallel members"}</span>
+        <MaxParallelControl sweep={data} />
         {data.largest_estimate_bytes !== null && (
           <span className="muted">largest member {formatBytes(data.largest_estimate_bytes)} per device</span>
         )}
