@@ -96,6 +96,16 @@ class GpuGresPublic(BaseModel):
     used_indices: list[int]
 
 
+class ClusterJobRef(BaseModel):
+    """A GPUDeck job running on a cluster node, as the executor's last poll read it."""
+
+    job_id: int
+    name: str
+    owner: str
+    slurm_job_id: str
+    gpus_per_node: int
+
+
 class ClusterNodePublic(BaseModel):
     name: str
     state: str
@@ -105,6 +115,10 @@ class ClusterNodePublic(BaseModel):
     memory_mb: int
     memory_allocated_mb: int
     gpus: list[GpuGresPublic]
+    jobs: list[ClusterJobRef] = Field(
+        default_factory=list,
+        description="GPUDeck's jobs on this node (Slurm may run others: its GPUs in use say so)",
+    )
 
 
 class ClusterState(BaseModel):

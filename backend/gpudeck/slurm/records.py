@@ -109,10 +109,15 @@ def expand(job_id: str) -> list[str]:
     base, _, tasks = job_id.partition("_")
     if not tasks.startswith("["):
         return [job_id]
+    return [f"{base}_{k}" for k, _ in _numbers(tasks.strip("[]").split("%", 1)[0])]
+
+
+def _numbers(ranges: str) -> list[tuple[int, int]]:
+    """Slurm's "1,3-5" as (number, digits written): 1 3 4 5; "08-10" keeps its width, 2."""
     out = []
-    for part in tasks.strip("[]").split("%", 1)[0].split(","):
+    for part in ranges.split(","):
         first, _, last = part.partition("-")
-        out += [f"{base}_{k}" for k in range(int(first), int(last or first) + 1)]
+        out += [(k, len(first)) for k in range(int(first), int(last or first) + 1)]
     return out
 
 
@@ -263,3 +268,18 @@ def parse_config(stdout: str) -> dict[str, str]:
         if sep and name.strip() and " " not in name.strip():
             out[name.strip()] = value.strip()
     return out
+
+
+def expand_hostlist(hostlist: str) -> list[str]:
+    """Slurm's compressed node list in full: "n[1-3,7],gpu05" -> n1 n2 n3 n7 gpu05 (zero
+    padding kept: "g[08-10]" -> g08 g09 g10). What `scontrol show hostnames` prints, without
+    a command."""
+    names: list[str] = []
+    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\])?[^,]*", hostlist):
+        match = re.fullmatch(r"(.*?)\[([^\]]*)\](.*)", part)
+        if match is None:
+            names.append(part)
+            continue
+        head, ranges, tail = match.groups()
+        names += [f"{head}{k:0{width}d}{tail}" for k, width in _numbers(ranges)]
+    return names

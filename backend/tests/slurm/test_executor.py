@@ -97,8 +97,22 @@ def test_cancel_mid_run_writes_a_final_checkpoint_and_leaves_no_rank(
     client: TestClient, lab: str, executor: SlurmExecutor, settings: Settings
 ) -> None:
     job_id = submit_long(client, lab)
-    wait_progress(client, job_id, 25)
+    job = wait_progress(client, job_id, 25)
     assert len(rank_processes(settings, job_id)) == 2
+    # The Clusters page's read: the node Slurm put it on holds it, with its 2 GPUs in use.
+    nodes = client.get(f"/api/clusters/{lab}/state").json()["nodes"]
+    [holder] = [n for n in nodes if n["jobs"]]
+    assert holder["name"] == job["slurm"]["nodes"]
+    assert holder["jobs"] == [
+        {
+            "job_id": job_id,
+            "name": "sae-job",
+            "owner": "admin",
+            "slurm_job_id": job["slurm_job_id"],
+            "gpus_per_node": 2,
+        }
+    ]
+    assert holder["gpus"][0]["used"] == 2
     asked = client.post(f"/api/jobs/{job_id}/cancel")
     assert asked.status_code in (200, 202), asked.text
     job = wait_job(client, job_id, TERMINAL, timeout_s=60)

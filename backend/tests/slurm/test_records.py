@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import typing
 
+import pytest
+
 from gpudeck.models.job import JobStatus
 from gpudeck.schemas.jobs import ReasonCode
 from gpudeck.slurm import states
-from gpudeck.slurm.records import expand, key_values, parse_nodes, parse_partitions, parse_sacct
+from gpudeck.slurm.records import (
+    expand,
+    expand_hostlist,
+    key_values,
+    parse_nodes,
+    parse_partitions,
+    parse_sacct,
+)
 
 
 def test_every_word_is_a_gpudeck_status_or_unknown() -> None:
@@ -77,3 +86,19 @@ def test_partition_records_read_name_state_nodes_and_time_limit() -> None:
     assert (debug.name, debug.state, debug.nodes, debug.max_time) == (
         "debug", "drain", None, "01:00:00",
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("hostlist", "names"),
+    [
+        ("n1", ["n1"]),
+        ("n[1-3,7],gpu05", ["n1", "n2", "n3", "n7", "gpu05"]),
+        ("g[08-10]", ["g08", "g09", "g10"]),
+        ("rack[1-2]-a,login", ["rack1-a", "rack2-a", "login"]),
+        ("", []),
+    ],
+)
+def test_a_slurm_node_list_expands_as_scontrol_show_hostnames_would(
+    hostlist: str, names: list[str]
+) -> None:
+    assert expand_hostlist(hostlist) == names

@@ -1207,6 +1207,22 @@ export interface components {
             /** Slurm Conf */
             slurm_conf: string | null;
         };
+        /**
+         * ClusterJobRef
+         * @description A GPUDeck job running on a cluster node, as the executor's last poll read it.
+         */
+        ClusterJobRef: {
+            /** Gpus Per Node */
+            gpus_per_node: number;
+            /** Job Id */
+            job_id: number;
+            /** Name */
+            name: string;
+            /** Owner */
+            owner: string;
+            /** Slurm Job Id */
+            slurm_job_id: string;
+        };
         /** ClusterNodePublic */
         ClusterNodePublic: {
             /** Cpus */
@@ -1215,6 +1231,11 @@ export interface components {
             cpus_allocated: number;
             /** Gpus */
             gpus: components["schemas"]["GpuGresPublic"][];
+            /**
+             * Jobs
+             * @description GPUDeck's jobs on this node (Slurm may run others: its GPUs in use say so)
+             */
+            jobs?: components["schemas"]["ClusterJobRef"][];
             /** Memory Allocated Mb */
             memory_allocated_mb: number;
             /** Memory Mb */

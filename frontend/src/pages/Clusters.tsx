@@ -1,3 +1,4 @@
+import { Link } from "react-router-dom";
 import type { Cluster, ClusterNode } from "../client/clusterTypes";
 import { ConfirmButton } from "../components/ConfirmButton";
 import { AddClusterForm } from "../components/clusters/AddClusterForm";
@@ -13,6 +14,26 @@ function GpuCell({ node }: { node: ClusterNode }) {
         <div key={g.type ?? "gpu"} data-testid="gres" data-type={g.type ?? ""} data-used={g.used} data-count={g.count}>
           {g.type ?? "gpu"}: {g.used} of {g.count} in use
           {g.used_indices.length > 0 && <span className="muted"> ({g.used_indices.join(", ")})</span>}
+        </div>
+      ))}
+    </>
+  );
+}
+
+/** GPUDeck's jobs on the node (Slurm may run others: the GPUs in use say so). */
+function JobsCell({ node }: { node: ClusterNode }) {
+  const jobs = node.jobs ?? [];
+  if (jobs.length === 0) return <span className="muted">none of GPUDeck's</span>;
+  return (
+    <>
+      {jobs.map((j) => (
+        <div key={j.job_id} data-testid="node-job">
+          <Link to={`/jobs/${j.job_id}`}>
+            #{j.job_id} {j.name}
+          </Link>{" "}
+          <span className="muted small">
+            {j.owner} · {j.gpus_per_node} GPU{j.gpus_per_node === 1 ? "" : "s"} · Slurm {j.slurm_job_id}
+          </span>
         </div>
       ))}
     </>
@@ -45,6 +66,7 @@ function Nodes({ name }: { name: string }) {
             <th>state</th>
             <th>partitions</th>
             <th>GPUs (GRES)</th>
+            <th>GPUDeck jobs</th>
             <th className="opt">CPUs</th>
             <th className="opt">memory</th>
           </tr>
@@ -57,6 +79,9 @@ function Nodes({ name }: { name: string }) {
               <td>{n.partitions.join(", ")}</td>
               <td>
                 <GpuCell node={n} />
+              </td>
+              <td>
+                <JobsCell node={n} />
               </td>
               <td className="opt">
                 {n.cpus_allocated} of {n.cpus}

@@ -1,7 +1,7 @@
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { Cluster, ClusterState } from "../client/clusterTypes";
+import type { Cluster, ClusterNode, ClusterState } from "../client/clusterTypes";
 import { json, renderPage, stubApi } from "../test/render";
 import { Clusters } from "./Clusters";
 
@@ -24,12 +24,13 @@ function cluster(name: string): Cluster {
     access: "local",
     slurm_conf: null,
     python: null,
+    gpu_memory: {},
     created_by: "root",
     created_at: "2026-11-27T10:00:00Z",
   };
 }
 
-const node = (name: string, used: number[]) => ({
+const node = (name: string, used: number[], jobs: ClusterNode["jobs"] = []) => ({
   name,
   state: used.length ? "mixed" : "idle",
   partitions: ["gpu"],
@@ -38,9 +39,16 @@ const node = (name: string, used: number[]) => ({
   memory_mb: 512000,
   memory_allocated_mb: used.length * 64000,
   gpus: [{ type: "h100", count: 4, used: used.length, used_indices: used }],
+  jobs,
 });
 
-const LAB: ClusterState = { name: "lab", reachable: true, cause: null, nodes: [node("g1", [1, 2]), node("g2", [])], read_in_s: 0.04 };
+const LAB: ClusterState = {
+  name: "lab",
+  reachable: true,
+  cause: null,
+  nodes: [node("g1", [1, 2], [{ job_id: 12, name: "sae-lr", owner: "ada", slurm_job_id: "4471", gpus_per_node: 2 }]), node("g2", [])],
+  read_in_s: 0.04,
+};
 const DOWN: ClusterState = { name: "old", reachable: false, cause: "scontrol did not answer within 1.5 s", nodes: [], read_in_s: 1.5 };
 
 function page(me: object, clusters: Cluster[], extra: Parameters<typeof stubApi>[0] = {}) {
@@ -57,6 +65,18 @@ function page(me: object, clusters: Cluster[], extra: Parameters<typeof stubApi>
 }
 
 describe("the clusters page", () => {
+  it("names GPUDeck's jobs on each node, linked to their pages", async () => {
+    page(USER, [cluster("lab")]);
+    const lab = await screen.findByRole("region", { name: "cluster lab" });
+    await waitFor(() => expect(within(lab).getByTestId("gpu-summary")).toBeInTheDocument());
+    const row = within(lab).getByText("g1").closest("tr")!;
+    const job = within(row).getByTestId("node-job");
+    expect(job).toHaveTextContent("#12 sae-lr");
+    expect(job).toHaveTextContent("ada · 2 GPUs · Slurm 4471");
+    expect(within(job).getByRole("link")).toHaveAttribute("href", "/jobs/12");
+    expect(within(lab).getByText("g2").closest("tr")!).toHaveTextContent("none of GPUDeck's");
+  });
+
   it("lists each cluster with its nodes and the GPUs in use by GRES type, and an unreachable one with its cause", async () => {
     page(USER, [cluster("lab"), cluster("old")]);
     const lab = await screen.findByRole("region", { name: "cluster lab" });

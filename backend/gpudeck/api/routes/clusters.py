@@ -54,8 +54,9 @@ def cluster_state(name: Name, _: CurrentUser, session: SessionDep) -> ClusterSta
     """The cluster's nodes, their GPUs (GRES type, count, in use) and state, as Slurm reports
     them now; `reachable: false` with the cause when Slurm does not answer within the bound."""
     cluster = clusters.get_cluster(session, name)
+    jobs = clusters.jobs_by_node(session, cluster)
     session.close()  # no connection held while Slurm is asked
-    return clusters.read_state(cluster)
+    return clusters.read_state(cluster, jobs=jobs)
 
 
 @router.delete("/{name}", responses=_ERRORS)

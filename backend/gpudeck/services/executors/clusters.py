@@ -17,12 +17,14 @@ from sqlalchemy.orm import Session
 from gpudeck.models import Cluster, Job
 from gpudeck.schemas.clusters import (
     ClusterCreate,
+    ClusterJobRef,
     ClusterNodePublic,
     ClusterState,
     GpuGresPublic,
 )
 from gpudeck.services.errors import Conflict, InvalidInput, NotFound
 from gpudeck.slurm import LocalRunner, NodeInfo, SlurmClient, SlurmError
+from gpudeck.slurm.records import expand_hostlist
 
 # The API answers within 2 s whatever the cluster does: one Slurm command, killed past this.
 # 1.5 s left too little for the request around it on a loaded machine (2.18 s answered with
@@ -130,9 +132,33 @@ def remove_cluster(session: Session, name: str) -> Cluster:
     return cluster
 
 
-def read_state(cluster: Cluster, client_for: ClientFor = slurm_client) -> ClusterState:
-    """The cluster's nodes and their GPUs now; never raises for Slurm's sake: a cluster that
-    does not answer within READ_TIMEOUT_S reads unreachable, with the cause."""
+def jobs_by_node(session: Session, cluster: Cluster) -> dict[str, list[ClusterJobRef]]:
+    """GPUDeck's running jobs on the cluster by node, from the executor's last poll (Slurm's
+    node list of each, expanded)."""
+    rows = session.execute(
+        select(Job.id, Job.name, Job.owner, Job.slurm_job_id, Job.world_size, Job.slurm).where(
+            Job.cluster_id == cluster.id, Job.status == "running"
+        )
+    ).all()
+    out: dict[str, list[ClusterJobRef]] = {}
+    for job_id, name, owner, slurm_id, world, view in rows:
+        nodes = expand_hostlist((view or {}).get("nodes") or "")
+        for node in nodes:
+            out.setdefault(node, []).append(
+                ClusterJobRef(job_id=job_id, name=name, owner=owner, slurm_job_id=slurm_id or "",
+                              gpus_per_node=world // len(nodes))
+            )  # fmt: skip
+    return out
+
+
+def read_state(
+    cluster: Cluster,
+    client_for: ClientFor = slurm_client,
+    jobs: dict[str, list[ClusterJobRef]] | None = None,
+) -> ClusterState:
+    """The cluster's nodes and their GPUs now, with GPUDeck's `jobs` on each; never raises
+    for Slurm's sake: a cluster that does not answer within READ_TIMEOUT_S reads unreachable,
+    with the cause."""
     started = time.monotonic()
     try:
         nodes = client_for(cluster, READ_TIMEOUT_S).nodes()
@@ -142,12 +168,13 @@ def read_state(cluster: Cluster, client_for: ClientFor = slurm_client) -> Cluste
             read_in_s=round(time.monotonic() - started, 3),
         )  # fmt: skip
     return ClusterState(
-        name=cluster.name, reachable=True, cause=None, nodes=[_node(n) for n in nodes],
+        name=cluster.name, reachable=True, cause=None,
+        nodes=[_node(n, (jobs or {}).get(n.name, [])) for n in nodes],
         read_in_s=round(time.monotonic() - started, 3),
     )  # fmt: skip
 
 
-def _node(node: NodeInfo) -> ClusterNodePublic:
+def _node(node: NodeInfo, jobs: list[ClusterJobRef]) -> ClusterNodePublic:
     return ClusterNodePublic(
         name=node.name,
         state=node.state,
@@ -162,6 +189,7 @@ def _node(node: NodeInfo) -> ClusterNodePublic:
             )
             for g in node.gpus
         ],
+        jobs=jobs,
     )
 
 
