@@ -155,18 +155,23 @@ class DeviceMonitor(threading.Thread):
                 contract = json.loads((record.parent / "contract.json").read_text())
                 self.ranks[job_id] = (pids, list(contract["device_indices"]))
 
+    def sample(self) -> dict[int, set[int]]:
+        """The jobs with a live rank on each device, now."""
+        self._learn()
+        on_device: dict[int, set[int]] = {}
+        for job_id, (pids, indices) in list(self.ranks.items()):
+            if job_id in self._ended:
+                continue
+            if not any(map(rank_alive, pids)):
+                self._ended.add(job_id)
+                continue
+            for index in indices:
+                on_device.setdefault(index, set()).add(job_id)
+        return on_device
+
     def run(self) -> None:
         while not self.stopped.wait(self.every_s):
-            self._learn()
-            on_device: dict[int, set[int]] = {}
-            for job_id, (pids, indices) in list(self.ranks.items()):
-                if job_id in self._ended:
-                    continue
-                if not any(map(rank_alive, pids)):
-                    self._ended.add(job_id)
-                    continue
-                for index in indices:
-                    on_device.setdefault(index, set()).add(job_id)
+            on_device = self.sample()
             self.overlaps += [(i, jobs) for i, jobs in on_device.items() if len(jobs) > 1]
 
 
