@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
+    Table,
     and_,
     bindparam,
     func,
@@ -212,7 +213,7 @@ def write_views(session: Session, views: dict[int, dict[str, Any]]) -> None:
     """Views whose jobs keep their status, in one statement (thousands of pending jobs after
     slurmctld came back cost one round trip, not thousands)."""
     if views:
-        jobs = Job.__table__  # Core: an executemany, not the ORM's per-object bulk update
+        jobs = cast(Table, Job.__table__)  # Core: an executemany, not the ORM's bulk update
         session.connection().execute(
             update(jobs)
             # Not IN (...): an expanding list cannot go with executemany.

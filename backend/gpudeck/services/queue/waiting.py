@@ -212,7 +212,8 @@ def _with_dependencies(
 
 
 def ordered_waiting(session: Session, infos: dict[int, QueueInfo], owner: str | None) -> list[Job]:
-    ids = sorted(infos, key=lambda i: infos[i].position)
+    # Slurm's jobs have no position (Slurm orders its own queue): after GPUDeck's.
+    ids = sorted(infos, key=lambda i: (infos[i].position is None, infos[i].position or 0))
     if not ids:
         return []
     query = select(Job).where(Job.id.in_(ids), is_waiting())
