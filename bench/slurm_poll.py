@@ -23,9 +23,9 @@ from tempfile import TemporaryDirectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backend" / "tests"))
 
-from slurm.cluster import start_cluster  # noqa: E402  (the tests' real cluster)
+from slurm.cluster import start_cluster
 
-from gpudeck.slurm import ArraySpec, BatchSpec, LocalRunner, SlurmClient, render  # noqa: E402
+from gpudeck.slurm import ArraySpec, BatchSpec, LocalRunner, SlurmClient, render
 
 
 class Counting(LocalRunner):
