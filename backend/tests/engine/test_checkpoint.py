@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import random
 import subprocess
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from rankrunner import make_spec, read_events, run_ranks, tiny_config, write_checkpoints_forever
+from saelens_check import SAE_LENS_LOAD, sae_lens_python
 
 from gpudeck.engine import checkpoint, checkpoint_dir
 from gpudeck.kinds.sae import checkpoint as sae_checkpoint
@@ -64,32 +64,6 @@ def test_checkpoint_contents_match_the_config(tmp_path: Path, dtype: str) -> Non
     } <= ckpt.state_tensors.keys()
     steps = [e["data"]["step"] for e in read_events(spec, "checkpoint")]
     assert steps == [2, 4]
-
-
-def sae_lens_python() -> Path:
-    """SAELens lives in its own venv (it pulls transformers, datasets, ...; ~1 GB) that
-    `make test` creates: .venv-saelens at the repository root, or GPUDECK_SAELENS_PYTHON."""
-    configured = os.environ.get("GPUDECK_SAELENS_PYTHON")
-    python = Path(configured) if configured else REPO_ROOT / ".venv-saelens" / "bin" / "python"
-    assert python.exists(), f"{python} is missing: `make saelens` installs SAELens for this test"
-    return python
-
-
-SAE_LENS_LOAD = """
-import sys, torch
-from safetensors.torch import load_file
-from sae_lens import SAE
-sae = SAE.load_from_disk(sys.argv[1])
-ours = load_file(sys.argv[1] + "/sae_weights.safetensors")
-x = torch.randn(8, ours["W_enc"].shape[0], dtype=ours["W_enc"].dtype)
-f = torch.relu((x - ours["b_dec"]) @ ours["W_enc"] + ours["b_enc"])
-expected = f @ ours["W_dec"] + ours["b_dec"]
-assert type(sae).__name__ == "StandardSAE", type(sae)
-for name in ("W_enc", "b_enc", "W_dec", "b_dec"):
-    assert torch.equal(getattr(sae, name).detach(), ours[name]), name
-assert torch.allclose(sae(x).detach(), expected, atol=1e-5), "forward pass differs"
-print("loaded", type(sae).__name__, sae.cfg.d_in, sae.cfg.d_sae)
-"""
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

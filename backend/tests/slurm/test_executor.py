@@ -4,6 +4,7 @@ logs and checkpoints stored as on GPUDeck's own nodes."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 import torch
 from engine.rankrunner import make_spec, run_ranks
 from fastapi.testclient import TestClient
+from saelens_check import SAE_LENS_LOAD_ANY, sae_lens_python
 from safetensors.torch import load_file
 from slurm.cluster import PARTITION, SHORT_MAX_MINUTES, SHORT_PARTITION, SlurmCluster
 from slurm.executor_cases import SAE_CONFIG, TERMINAL, wait_job
@@ -49,7 +51,14 @@ def test_an_sae_job_on_two_slurm_gpus_runs_to_success_with_its_metrics_logs_and_
     assert all(p["metrics"]["overall_loss"] > 0 for p in points)
     checkpoints = client.get(f"/api/jobs/{job_id}/checkpoints").json()
     assert [c["step"] for c in checkpoints] == [30]
-    assert Path(settings.data_dir, "checkpoints", str(job_id)).is_dir()
+    # The real SAELens loads the checkpoint the Slurm job's rank 0 wrote, as it is.
+    step_dir = Path(settings.data_dir, "checkpoints", str(job_id), "step_30")
+    loaded = subprocess.run(
+        [str(sae_lens_python()), "-c", SAE_LENS_LOAD_ANY, str(step_dir)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert loaded.stdout.startswith("loaded TopKSAE 16 64"), loaded.stdout
     assert rank_processes(settings, job_id) == []
 
 
