@@ -44,6 +44,7 @@ SECTIONS = {
     "kernels": ("5. Kernels: the sparse TopK step", 90, 90),
     "map_jobs": ("6. Map jobs: activation extraction", 180, 150),
     "gpu_tests": ("7. pytest -m gpu", 180, 90),
+    "sharing": ("8. Sharing a device by memory: 4 packed SAE members", 420, 180),
 }
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks-gpu.md"
 
