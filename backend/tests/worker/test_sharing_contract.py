@@ -25,7 +25,7 @@ def contract_of(db: Session, settings: Settings, job_id: int) -> JobLaunch:
     plan = runs.claim_job(db, job_id, TEST_NODE)
     db.commit()
     assert plan is not None
-    runner = JobRunner(SimpleNamespace(settings=settings), job_id)  # type: ignore[arg-type]
+    runner = JobRunner(SimpleNamespace(settings=settings), job_id)
     return JobLaunch.from_json(runner._contract(plan).to_json())  # as the ranks read it
 
 
