@@ -369,9 +369,12 @@ def _lookup(states: dict[str, JobState], slurm_job_id: str) -> JobState:
     as one `unknown` entry when Slurm did not answer; a task missing from an array Slurm did
     list was cancelled before it started (Slurm keeps no record of such a task)."""
     array_id = slurm_job_id.split("_", 1)[0]
-    found = states.get(slurm_job_id) or states.get(array_id)
+    found = states.get(slurm_job_id)
     if found is not None:
         return found
+    whole = states.get(array_id)
+    if whole is not None and (whole.state == "unknown" or "_" not in slurm_job_id):
+        return whole  # Slurm silent about the array (the array's own record speaks for none)
     if "_" in slurm_job_id and any(s.array_job_id == array_id for s in states.values()):
         return JobState(
             slurm_job_id, "cancelled", slurm_state="CANCELLED", reason=REMOVED_WHILE_PENDING

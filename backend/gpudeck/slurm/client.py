@@ -40,6 +40,7 @@ _SILENCE = (
     "slurmdbd",
 )
 CANCEL_PER_COMMAND = 500
+_THROTTLE_FINE = ("No error", "Job has already finished")
 # scancel exits with Slurm's error code, modulo 256, and may say nothing (a signal to an array
 # task that has ended): ESLURM_ALREADY_DONE (2021) and ESLURM_INVALID_JOB_ID (2017).
 _GONE_EXITS = (2021 % 256, 2017 % 256)
@@ -116,7 +117,10 @@ class SlurmClient:
         done = self._call(
             ["scontrol", "update", f"JobId={array_job_id}", f"ArrayTaskThrottle={max_parallel}"]
         )
-        if done.returncode != 0:
+        # Tasks that have ended cannot take it ("1_0-1: Job has already finished; 1_2-11: No
+        # error"): the rest of the array did.
+        said = [part.split(": ", 1)[-1] for part in _message(done).split("; ")]
+        if done.returncode != 0 and not all(w in _THROTTLE_FINE for w in said):
             raise SlurmRefused(_message(done))
 
     # -- the cluster -----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from harness import TEST_NODE, auth_headers, live_server, register_devices
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from gpudeck.core.config import Settings
+from gpudeck.core.config import Settings, get_settings
 
 GiB = 1024**3
 
@@ -38,8 +38,13 @@ def share_cli(
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("GPUDECK_SCRIPT_CODE_ROOTS", str(code))  # the script kind reads it
-    with live_server(cli_settings) as url:
-        yield Cli(url, admin_token, home)
+    # ... through get_settings(), cached: another test of this process may have read it first.
+    get_settings.cache_clear()
+    try:
+        with live_server(cli_settings) as url:
+            yield Cli(url, admin_token, home)
+    finally:
+        get_settings.cache_clear()
 
 
 def script_config(memory_gib: int) -> str:

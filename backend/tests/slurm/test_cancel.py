@@ -51,7 +51,9 @@ def test_cancelling_one_array_task_ends_that_member_alone(
     release.touch()
 
     states = wait_for(slurm, [array], ended)
-    assert {k: s.state for k, s in states.items()} == {
+    # The tasks (sacct may also list the array's own record by its id once every task ended).
+    tasks = {k: s.state for k, s in states.items() if k.startswith(f"{array}_")}
+    assert tasks == {
         f"{array}_0": "succeeded", f"{array}_1": "cancelled", f"{array}_2": "succeeded"
     }  # fmt: skip
 
