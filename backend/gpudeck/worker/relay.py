@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import redis
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.db import transaction
@@ -143,6 +144,10 @@ class EventRelay:
         self._pending = _Pending()
         self._dropped = _Dropped()
         self._metric_steps: set[int] = set()
+        # A job that runs again (preempted, requeued, its follower restarted) may redo steps
+        # its last run already reported (it resumes from its newest checkpoint, which may be
+        # older than its last metric point): one curve keeps each step's first point.
+        self._recorded_through = self._stored_through()
         self._progress_step = 0
         self._rate = ProgressRate()
         self._map_progress = MapProgress()
@@ -153,6 +158,15 @@ class EventRelay:
             target=self._write_loop, name=f"gpudeck-relay-{job_id}", daemon=True
         )
         self._writer.start()
+
+    def _stored_through(self) -> int:
+        try:
+            with self.factory() as session:
+                last = job_events.last_metric_step(session, self.job_id)
+        except SQLAlchemyError as exc:  # a database outage: at worst a redone step twice
+            log.warning("job %s: its recorded steps unread: %s", self.job_id, exc)
+            return -1
+        return -1 if last is None else last
 
     def pump(self, block_ms: int = 0) -> int:
         """Read what is new on the stream (waiting up to block_ms); returns how many events."""
@@ -315,8 +329,8 @@ class EventRelay:
         pending = self._pending
         if kind == "metrics":
             step = int(data.get("step", 0))
-            if step in self._metric_steps:
-                return  # a re-sent event (the rank's Redis reconnected): recorded already
+            if step in self._metric_steps or step <= self._recorded_through:
+                return  # a re-sent event, or a step an earlier run recorded already
             self._metric_steps.add(step)
             metrics = {k: float(v) for k, v in data.get("metrics", {}).items() if _number(v)}
             pending.metrics.append((step, metrics))

@@ -59,7 +59,7 @@ def test_a_sweep_of_2500_members_runs_as_arrays_throttled_early_stopped_and_canc
     slurm_cluster: SlurmCluster,
     db: Session,
 ) -> None:
-    config = {**SAE_CONFIG, "steps": 60, "metrics_interval": 10, "checkpoint_interval": 60}
+    config = {**SAE_CONFIG, "steps": 40, "metrics_interval": 10, "checkpoint_interval": 40}
     body = {
         "job": {"kind": "sae", "config": config, "count": 1, "cluster": lab},
         "parameters": {"grid": {"seed": list(range(SEEDS)),
@@ -90,7 +90,7 @@ def test_a_sweep_of_2500_members_runs_as_arrays_throttled_early_stopped_and_canc
     # there while its successor starts), some end, and ASHA stops some at its first rung.
     ended: Counter[str] = Counter()
     deadline = time.monotonic() + 150
-    while ended["succeeded"] < 4 or ended["stopped_early"] < 1:
+    while ended["succeeded"] < 2 or ended["stopped_early"] < 1:
         assert slurm_running(slurm_cluster, sweep_id) <= MAX_PARALLEL
         db.expire_all()
         ended = Counter(db.scalars(select(Job.status).where(Job.sweep_id == sweep_id)))

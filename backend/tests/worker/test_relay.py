@@ -89,3 +89,28 @@ def test_a_line_longer_than_a_read_never_stalls_the_live_log(
     assert messages[0] == "before" and messages[-1] == "after"
     assert all(len(m) < relay_module.LOG_LINE_CHARS + 100 for m in messages)
     assert any("characters cut" in m for m in messages)
+
+
+def test_a_run_that_redoes_steps_an_earlier_run_recorded_keeps_one_point_a_step(
+    db: Session,
+    devices: str,
+    session_factory: sessionmaker[Session],
+    redis_client: redis.Redis,
+    tmp_path: Path,
+) -> None:
+    """A preempted (or requeued) job resumes from its newest checkpoint, which may be older
+    than its last metric point: the steps it redoes are not recorded twice (the clean-clone
+    CI saw step 61 twice in a preempted job's curve under load)."""
+    job = make_job(db, devices=[0])
+    first = EventRelay(job.id, redis_client, session_factory, tmp_path, tmp_path, world_size=1)
+    for step in range(1, 62):
+        _metrics_event(redis_client, job.id, step)
+    first.pump()
+    first.drain()
+    redis_client.delete(job_stream(job.id))  # the next run starts a fresh stream
+    again = EventRelay(job.id, redis_client, session_factory, tmp_path, tmp_path, world_size=1)
+    for step in range(58, 70):  # resumed from its checkpoint at step 57
+        _metrics_event(redis_client, job.id, step)
+    again.pump()
+    again.drain()
+    assert _steps(db, job.id) == list(range(1, 70))

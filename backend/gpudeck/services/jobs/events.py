@@ -139,6 +139,11 @@ def mark_pruned(session: Session, job_id: int, kept_steps: Sequence[int]) -> Non
     )
 
 
+def last_metric_step(session: Session, job_id: int) -> int | None:
+    """The newest step a job has a metric point for (one index lookup)."""
+    return session.scalar(select(func.max(JobMetric.step)).where(JobMetric.job_id == job_id))
+
+
 def list_metrics(
     session: Session, job_id: int, *, after_step: int | None, limit: int
 ) -> list[JobMetric]:
