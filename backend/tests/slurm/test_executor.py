@@ -154,6 +154,7 @@ def test_the_time_limit_ends_it_as_timeout_after_a_final_checkpoint(
     assert rank_processes(settings, job_id) == []
 
 
+@pytest.mark.long
 def test_a_requeued_job_is_one_job_with_two_attempts_resumed_from_its_checkpoint(
     client: TestClient, lab: str, executor: SlurmExecutor, slurm_cluster: SlurmCluster
 ) -> None:
@@ -218,6 +219,7 @@ def final_weights(checkpoints: Path) -> dict[str, torch.Tensor]:
     return load_file(steps[-1] / "sae_weights.safetensors")
 
 
+@pytest.mark.long
 def test_a_job_across_the_two_slurm_nodes_ends_with_the_weights_of_one_node_of_four(
     client: TestClient, lab: str, executor: SlurmExecutor, settings: Settings, tmp_path: Path
 ) -> None:
