@@ -6,16 +6,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-import pytest
-import redis
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from gpudeck.core.config import Settings
 from gpudeck.models import JobStatus
 from gpudeck.scheduler.duties import schedule_queue
-from gpudeck.scheduler.service import Scheduler
 from gpudeck.services.jobs import events as job_events
 from gpudeck.services.jobs import state as job_state
 
@@ -75,15 +71,6 @@ def test_a_metric_no_member_reports_is_a_422_naming_the_field(
     wrong = client.get(f"/api/sweeps/{sweep['id']}/analysis", params={"better": "up"})
     assert wrong.status_code == 422
     assert client.get("/api/sweeps/999999/analysis").status_code == 404
-
-
-@pytest.fixture
-def scheduler(settings: Settings, redis_client: redis.Redis):  # type: ignore[no-untyped-def]
-    engine = create_engine(settings.sqlalchemy_url, pool_size=2)
-    try:
-        yield Scheduler(settings, engine, redis_client).ctx
-    finally:
-        engine.dispose()
 
 
 def test_a_running_sweeps_waiting_members_are_told_when_they_start(

@@ -6,27 +6,15 @@ tests/slurm/test_executor_sweep.py.)"""
 from __future__ import annotations
 
 import pytest
-import redis
 from fastapi.testclient import TestClient
 from harness import auth_headers, create_token
-from sqlalchemy import create_engine, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from gpudeck.core.config import Settings
 from gpudeck.models import AuditEvent
 from gpudeck.scheduler.duties import schedule_queue
-from gpudeck.scheduler.service import Scheduler
 
 SAE = {"d_in": 16, "d_sae": 64, "batch_size": 64, "steps": 10}
-
-
-@pytest.fixture
-def scheduler(settings: Settings, redis_client: redis.Redis):  # type: ignore[no-untyped-def]
-    engine = create_engine(settings.sqlalchemy_url, pool_size=2)
-    try:
-        yield Scheduler(settings, engine, redis_client).ctx
-    finally:
-        engine.dispose()
 
 
 def test_raising_max_parallel_starts_more_members_at_the_next_pass(

@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import json
 
-import pytest
-import redis
 from fastapi.testclient import TestClient
 from harness import auth_headers, create_token
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from gpudeck.core.config import Settings
 from gpudeck.models import JobStatus
 from gpudeck.scheduler.duties import schedule_queue, stop_hopeless_members
-from gpudeck.scheduler.service import Scheduler
 from gpudeck.services.jobs import state as job_state
 
 SAE = {"d_in": 16, "d_sae": 64, "batch_size": 64, "steps": 10}
@@ -112,15 +108,6 @@ def test_a_sweep_over_its_owners_queued_jobs_quota_is_refused_whole(
     assert detail["code"] == "quota_exceeded" and "this sweep has 8" in detail["message"]
     assert counts(db) == before
     assert client.post("/api/sweeps", json=sweep_body(), headers=alice).status_code == 201
-
-
-@pytest.fixture
-def scheduler(settings: Settings, redis_client: redis.Redis):  # type: ignore[no-untyped-def]
-    engine = create_engine(settings.sqlalchemy_url, pool_size=2)
-    try:
-        yield Scheduler(settings, engine, redis_client).ctx
-    finally:
-        engine.dispose()
 
 
 def test_the_scheduler_starts_at_most_max_parallel_members_and_a_cancel_reaches_all(
