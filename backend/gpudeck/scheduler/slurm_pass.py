@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import redis
 from sqlalchemy.orm import Session, sessionmaker
@@ -167,12 +167,13 @@ class ClusterPass:
         """What the poll changed, for a batch of jobs in one transaction: the views of those
         that keep their status in one statement, each start or requeue through the state
         machine; then what to say."""
-        moving = [(j, read) for j, read in batch if slurm_runs.moves(j, read)]
-        views = {
-            j.id: slurm_runs.view_after(j.view, read)
-            for j, read in batch
-            if not slurm_runs.moves(j, read)
-        }
+        moving: list[tuple[slurm_runs.LiveJob, JobState]] = []
+        views: dict[int, dict[str, Any]] = {}
+        for j, read in batch:
+            if slurm_runs.moves(j, read):
+                moving.append((j, read))
+            else:
+                views[j.id] = slurm_runs.view_after(j.view, read)
         with transaction(self.ctx.sessions) as session:
             slurm_runs.write_views(session, views)
             seen = [(j, read, slurm_runs.apply_live(session, j.id, read)) for j, read in moving]

@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from gpudeck.models import Job, JobRun, JobStatus, Sweep
+from gpudeck.models import Job, JobStatus, Sweep
 from gpudeck.schemas.jobs import QueueInfo
 from gpudeck.services.jobs import state as job_state
 from gpudeck.slurm import JobState
@@ -300,10 +300,6 @@ def _end_of(
     elif read.exit_code is not None:
         how += f", exit code {read.exit_code}"
     return JobStatus.failed, rank_error or f"Slurm: {how}{where}"
-
-
-def attempts(session: Session, job_id: int) -> int:
-    return int(session.scalar(select(func.count()).where(JobRun.job_id == job_id)) or 0)
 
 
 def queue_info(job: Job) -> QueueInfo:
