@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +29,25 @@ from gpudeck.main import create_app
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest tests first: a long test collected last would keep one worker busy alone."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)  # a stable sort
+
+
+# Threads that act for one job id: its relay's writer, its Slurm follower, its log shipper (and
+# the Slurm executor's pass, which starts followers).
+JOB_THREADS = ("gpudeck-relay-", "gpudeck-slurm-", "gpudeck-logs-")
+
+
+@pytest.fixture(autouse=True)
+def no_job_thread_outlives_its_test() -> Iterator[None]:
+    """Job ids start at 1 again in every test (the tables are truncated), so a follower or relay
+    that one test leaves running records a later test's job's events as its own: the CI once
+    saw a preempted job's steps twice, and a relay test found rows its own relay never wrote."""
+    before = set(threading.enumerate())
+    yield
+    left = sorted(
+        t.name for t in threading.enumerate() if t.name.startswith(JOB_THREADS) and t not in before
+    )
+    if left:
+        pytest.fail(f"the test left job threads running: {', '.join(left)}")
 
 
 @pytest.fixture(scope="session")

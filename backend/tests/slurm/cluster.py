@@ -22,6 +22,7 @@ killed before the namespace is deleted.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import shutil
 import signal
@@ -135,6 +136,16 @@ class SlurmCluster:
     def run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
         """A Slurm command against this cluster, as an admin at the login node would run it."""
         return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=30)
+
+    def cancel_everything(self, timeout_s: float = 30.0) -> None:
+        """No job of an earlier test left pending or running: the cluster is the test process's,
+        and a forgotten job would hold its GPUs and cores through the tests after it."""
+        self.run(["scancel", f"--user={getpass.getuser()}"])
+        deadline = time.monotonic() + timeout_s
+        while self.run(["squeue", "--noheader", "-o", "%i"]).stdout.strip():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Slurm jobs still there {timeout_s:.0f} s after scancel")
+            time.sleep(0.2)
 
     # -- the controller, for outage tests --------------------------------------------------
 

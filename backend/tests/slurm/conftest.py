@@ -9,7 +9,12 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 from slurm.cluster import SlurmCluster, missing_binaries, start_cluster
-from slurm.executor_cases import executor, lab, pass_context  # noqa: F401 (fixtures)
+from slurm.executor_cases import (  # noqa: F401 (fixtures)
+    bare_executor,
+    executor,
+    lab,
+    pass_context,
+)
 
 from gpudeck.slurm import BatchSpec, CommandResult, LocalRunner, SlurmClient
 
@@ -25,6 +30,17 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_slurm_job_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The cluster is the test process's: a job one test left running (a million-step SAE
+    cancelled once, a sleep that outlived its assertion) would hold GPUs and cores through
+    every test after it."""
+    yield
+    if "slurm_cluster" in request.fixturenames:
+        cluster: SlurmCluster = request.getfixturevalue("slurm_cluster")
+        cluster.cancel_everything()
 
 
 class CountingRunner(LocalRunner):

@@ -63,8 +63,15 @@ def executor(pass_context: PassContext) -> Iterator[SlurmExecutor]:
     yield run
     stop.set()
     thread.join(timeout=60)
-    for follower in run.followers.values():
-        follower.close()
+    run.join()  # its followers: stored what their ranks wrote, and stopped
+
+
+@pytest.fixture
+def bare_executor() -> Iterator[SlurmExecutor]:
+    """An executor whose passes the test runs itself, one at a time; its followers stop after."""
+    run = SlurmExecutor()
+    yield run
+    run.join()
 
 
 @pytest.fixture

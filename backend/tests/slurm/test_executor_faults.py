@@ -40,6 +40,7 @@ def test_an_sbatch_that_timed_out_after_queueing_is_adopted_not_submitted_twice(
     db: Session,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    bare_executor: SlurmExecutor,
 ) -> None:
     config = {**SAE_CONFIG, "steps": 1_000_000}
     job_id = client.post(
@@ -52,7 +53,7 @@ def test_an_sbatch_that_timed_out_after_queueing_is_adopted_not_submitted_twice(
         pass_context, settings=pass_context.settings.model_copy(
             update={"slurm_command_timeout_s": 2.0})
     )  # fmt: skip
-    executor = SlurmExecutor()
+    executor = bare_executor
     executor.run_pass(hasty)
     job = db.get(Job, job_id)
     assert job is not None and job.slurm_job_id is None and job.slurm["sbatch_unanswered"]

@@ -76,11 +76,12 @@ def test_five_thousand_jobs_cost_one_squeue_and_one_sacct_a_poll_and_changes_sho
     counted: Callable[[], dict[str, int]],
     pass_context: PassContext,
     slurm: SlurmClient,
+    bare_executor: SlurmExecutor,
 ) -> None:
     cluster_id = db.scalar(select(Cluster.id).where(Cluster.name == lab))
     assert cluster_id is not None
     track(db, cluster_id, held_arrays)
-    executor = SlurmExecutor()
+    executor = bare_executor
     took = []
     for k in range(3):
         if k == 1:

@@ -84,6 +84,7 @@ def test_a_line_longer_than_a_read_never_stalls_the_live_log(
     (tmp_path / "rank0.log").write_text(f"before\n{long_line}\nafter\n")
     for _ in range(3):  # one pass used to stop at the long line, and every later one too
         relay._forward_logs()
+    relay.drain()
     entries = redis_client.xrange(job_stream(job.id))
     messages = [json.loads(fields["data"])["message"] for _, fields in entries]
     assert messages[0] == "before" and messages[-1] == "after"
