@@ -263,6 +263,7 @@ def _holdings(
     sharing: dict[tuple[str, str], Sharing] = {}
     held: dict[int, list[tuple[str, str]]] = defaultdict(list)
     meta: dict[int, tuple[str, float, int, bool, bool, bool, int | None, bool, float | None]] = {}
+    share: dict[int, int] = {}  # a sharing job's reservation on each of its devices
     for row in session.execute(_HOLDS):
         node, uuid, job_id, owner, started_at, limit, priority, preemptible, stopping = row[:9]
         ended, step, total, rate, sweep, reserved = row[9:]
@@ -271,12 +272,14 @@ def _holdings(
         if reserved is None:
             sharing[(node, uuid)] = Sharing(was.shared_bytes, was.owners, whole=True)
         else:
-            # A sharing job is never preempted yet: its device would not come free by it.
-            preemptible = False
+            # A sharing job may be preempted too: for the bytes it frees (a sharing job), or
+            # with every job beside it on its device (a whole-device job): queue.plan.preempt.
             sharing[(node, uuid)] = Sharing(
                 was.shared_bytes + reserved, was.owners | {owner}, was.whole
             )
         held[job_id].append((node, uuid))
+        if reserved is not None:
+            share[job_id] = reserved
         # An ended job's devices free as soon as their node confirms its ranks are gone.
         if ended:
             ends, estimated = now, True
@@ -289,7 +292,7 @@ def _holdings(
     holding = [
         Holding(
             j, owner, tuple(held[j]), ends, priority, preemptible, stopping, estimated, sweep,
-            ended=ended, run_s=run_s,
+            ended=ended, run_s=run_s, share_bytes=share.get(j),
         )
         for j, (owner, ends, priority, preemptible, stopping, estimated, sweep, ended, run_s)
         in meta.items()

@@ -21,11 +21,14 @@ property tests call it directly. The rules (docs/scheduler.md):
 - Preemption: a job that cannot start now may stop running `preemptible` jobs of lower
   priority (whole jobs, fewest first) when their devices let it start: on its node, its named
   devices, or, for a count spread over nodes, a placement by its own rule; it then waits for
-  them to stop with a final checkpoint (they are queued again, to resume).
+  them to stop with a final checkpoint (they are queued again, to resume). A shared device
+  comes free only when every job sharing it is such a victim; a job that shares by memory
+  stops sharing jobs until its reservation fits (share_preempt.py).
 
 The pass is a pipeline of named steps (decide.py: gate -> try_start -> try_preempt ->
 reserve_ahead), each in a module of its own concern: model (the values), state (the devices
-as the pass sees them), choose (which free devices), backfill (EASY), preempt (victims).
+as the pass sees them), choose (which free devices), sharing (best fit by memory), backfill
+(EASY), preempt and share_preempt (victims).
 """
 
 from gpudeck.services.queue.plan.choose import choose_spread

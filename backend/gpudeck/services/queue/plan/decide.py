@@ -4,8 +4,9 @@
 
 `gate` settles what needs no device (a failed dependency, held, a sweep's cap, a quota);
 `try_start` places it now when that cannot delay the reservation (EASY backfill);
-`try_preempt` stops lower-priority preemptible jobs for it; `reserve_ahead` says when it
-could start and, for the first such job, protects that reservation from later ones.
+`try_preempt` stops lower-priority preemptible jobs for it (whole devices, or room for a
+sharing job); `reserve_ahead` says when it could start and, for the first such job, protects
+that reservation from later ones.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from gpudeck.services.queue.plan.model import (
     order_key,
 )
 from gpudeck.services.queue.plan.preempt import claim, find_preemption
+from gpudeck.services.queue.plan.share_preempt import claim_share, find_share_preemption
 from gpudeck.services.queue.plan.sharing import choose_shared
 from gpudeck.services.queue.plan.state import DeviceState
 from gpudeck.services.queue.plan.sweep_slots import SweepSlots, started, sweep_slots, take_slot
@@ -112,7 +114,11 @@ def decide(p: Pass, job: Waiting) -> None:
     if blocked is None:
         return
     code, why = blocked
-    if code == "devices_busy" and job.share_bytes is None and try_preempt(p, job, devs):
+    # A sharing job may also make room where it is short of memory (plan/share_preempt.py).
+    may_preempt = code == "devices_busy" or (
+        job.share_bytes is not None and code == "insufficient_memory"
+    )
+    if may_preempt and try_preempt(p, job, devs):
         return
     if not p.explain and p.reservation is not None:
         return
@@ -210,10 +216,12 @@ def try_preempt(p: Pass, job: Waiting, devs: list[Dev]) -> bool:
     will start once they have stopped (their devices are claimed for the rest of the pass)."""
     if job.priority <= p.state.preemptible_floor:
         return False
-    victims, devs = find_preemption(p.state, job, devs, p.protected)
+    sharing = job.share_bytes is not None
+    find = find_share_preemption if sharing else find_preemption
+    victims, devs = find(p.state, job, devs, p.protected)
     if not victims:
         return False
-    claim(p.state, job, victims, devs, p.now + job.time_limit_s)
+    (claim_share if sharing else claim)(p.state, job, victims, devs, p.now + job.time_limit_s)
     p.out.preempts.extend((h.id, job.id) for h in victims if not h.stopping)
     names = ", ".join(f"job {h.id}" for h in victims)
     reason = f"preempting {names} (preemptible, lower priority): starts once stopped"

@@ -62,6 +62,9 @@ class Holding:
     # Its whole run at its measured rate (all its steps over the rate); None: no rate yet. A
     # sweep's waiting members are expected to run as long (plan.sweep_slots).
     run_s: float | None = None
+    # A job sharing its devices by memory: its reservation on each (None: whole devices). It
+    # frees those bytes when stopped; its device comes free only with every job sharing it.
+    share_bytes: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1,54 +1,99 @@
 """Preemption: the running preemptible jobs of lower priority a waiting job may stop to start,
-and the devices it claims for the rest of the pass while they write their final checkpoint."""
+and the devices it claims for the rest of the pass while they write their final checkpoint.
+
+A device comes free for a job that takes devices whole only when every job on it stops: its
+holder, or every job sharing it by memory (`DeviceState.occupants`); one such job that may not
+be stopped keeps the device. A job that itself shares by memory looks for victims by the bytes
+they free instead (plan/share_preempt.py).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Callable, Iterable, Sequence, Set
 
 from gpudeck.services.queue.plan.choose import place_spread
 from gpudeck.services.queue.plan.model import EMPTY, Dev, Holding, Key, Waiting, fits
 from gpudeck.services.queue.plan.state import DeviceState
 
 
+def victim(state: DeviceState, job: Waiting, job_id: int) -> Holding | None:
+    """The running job `job_id` when `job` may stop it: preemptible, of lower priority, its
+    devices still its own in this pass (no earlier job claimed it). A job placed by this pass
+    is no holding: never a victim."""
+    h = state.holdings.get(job_id)
+    if h is None or not h.preemptible or h.priority >= job.priority or h.id in state.claimed:
+        return None
+    return h
+
+
+def _takeable(state: DeviceState, job: Waiting, d: Dev, protected: Set[Key]) -> bool:
+    """Whether stopping every job on the busy device frees it for `job`."""
+    if d.external or not d.online or d.key in protected or d.key in state.free:
+        return False
+    jobs = state.occupants(d.key)
+    return bool(jobs) and all(victim(state, job, i) is not None for i in jobs)
+
+
+def _on(state: DeviceState, keys: Iterable[Key]) -> list[Holding]:
+    """The jobs on these devices, each once, in the order first met."""
+    return list({i: state.holdings[i] for k in keys for i in state.occupants(k)}.values())
+
+
+def _cost(state: DeviceState) -> Callable[[Holding], tuple[bool, int, int, int]]:
+    """The order victims are taken in: those already stopping first, then the lowest priority,
+    then the fewest jobs beside them on their devices (a sharing job frees its device only
+    with all of them; a whole-device holder is alone), then the largest: the fewest victims."""
+
+    def cost(h: Holding) -> tuple[bool, int, int, int]:
+        beside = set().union(*(state.occupants(k) for k in h.devices if k in state.devs))
+        return (not h.stopping, h.priority, len(beside), -len(h.devices))
+
+    return cost
+
+
+def fewest(order: Sequence[Holding], enough: Callable[[list[Holding]], bool]) -> list[Holding]:
+    """Victims taken in `order` until they are `enough`, then each but the last spared when the
+    others still are; empty when all of them are not."""
+    victims: list[Holding] = []
+    for h in order:
+        victims.append(h)
+        if enough(victims):
+            break
+    else:
+        return []
+    for h in list(victims[:-1]):  # the last one was needed: without it, not enough
+        fewer = [v for v in victims if v is not h]
+        if enough(fewer):
+            victims = fewer
+    return victims
+
+
+def _freed(state: DeviceState, victims: Iterable[Holding], keys: Iterable[Key]) -> set[Key]:
+    """The devices among `keys` that every job on them is among `victims`."""
+    ids = {h.id for h in victims}
+    return {k for k in keys if (jobs := state.occupants(k)) and ids.issuperset(jobs)}
+
+
 def victims_for(
     state: DeviceState, job: Waiting, devs: list[Dev], protected: Set[Key]
 ) -> list[Holding]:
-    """The running preemptible jobs of lower priority whose devices let `job` start (jobs
-    already being stopped first, then the lowest priority, then the largest: fewest victims);
-    empty when no such set exists. A device in another job's reservation is never taken."""
-    keys = {d.key for d in devs}
-
-    def victim_of(d: Dev) -> Holding | None:
-        holder = state.holder[d.key]
-        h = state.holdings.get(holder) if holder is not None else None
-        if h is None or d.external or not d.online or d.key in protected:
-            return None
-        if h.priority >= job.priority:
-            return None
-        # Its devices still its own in this pass: no earlier job claimed them.
-        return h if h.preemptible and h.id not in state.claimed else None
-
+    """The running preemptible jobs of lower priority whose devices let `job` start (`_cost`'s
+    order, then each one it does without spared: the fewest victims); empty when no such set
+    exists. A device in another job's reservation is never taken."""
     busy = [d for d in devs if d.key not in state.free]
+    open_keys = [d.key for d in busy if _takeable(state, job, d, protected)]
     if job.requested is not None:
-        found = {d.key: victim_of(d) for d in busy}
-        if not busy or any(h is None for h in found.values()):
-            return []
-        return list({h.id: h for h in found.values() if h is not None}.values())
+        return _on(state, open_keys) if busy and len(open_keys) == len(busy) else []
     count = sum(
         1
         for d in devs
         if d.key in state.free and d.key not in protected and fits(d, job.bytes_per_device)
     )
-    candidates = {h.id: h for d in busy if (h := victim_of(d)) is not None}
-    chosen: list[Holding] = []
-    for h in sorted(
-        candidates.values(), key=lambda h: (not h.stopping, h.priority, -len(h.devices))
-    ):
-        if count >= job.world_size:
-            break
-        chosen.append(h)
-        count += sum(1 for k in h.devices if k in keys)
-    return chosen if count >= job.world_size else []
+    short = job.world_size - count
+    if short <= 0:
+        return []
+    order = sorted(_on(state, open_keys), key=_cost(state))
+    return fewest(order, lambda victims: len(_freed(state, victims, open_keys)) >= short)
 
 
 def spread_victims_for(
@@ -56,54 +101,23 @@ def spread_victims_for(
 ) -> tuple[list[Holding], list[Dev]]:
     """For a count spread over nodes: the running preemptible jobs of lower priority whose
     devices, with the free ones, let the job be placed by its own rule (`place_spread`), and
-    the devices it would take; empty when no such set exists. Whole jobs, chosen as
-    `victims_for` does (those already stopping first, then the lowest priority, then the
-    largest), then each one the placement can do without is spared. A device in another
+    the devices it would take; empty when no such set exists. Chosen as `victims_for` does
+    (`_cost`'s order, then each one the placement can do without spared). A device in another
     job's reservation is never taken."""
-
-    def usable(h: Holding) -> set[Key]:
-        return {
-            k
-            for k in h.devices
-            if k in state.devs
-            and state.holder.get(k) == h.id
-            and state.devs[k].online
-            and not state.devs[k].external
-            and k not in protected
-        }
-
-    freed = {
-        h.id: keys
-        for h in state.holdings.values()
-        if h.preemptible
-        and h.priority < job.priority
-        and h.id not in state.claimed
-        and (keys := usable(h))
-    }
-    order = sorted(
-        (state.holdings[i] for i in freed),
-        key=lambda h: (not h.stopping, h.priority, -len(h.devices)),
-    )
+    open_keys = [k for k, d in state.devs.items() if _takeable(state, job, d, protected)]
+    order = sorted(_on(state, open_keys), key=_cost(state))
     free_now = {k for k in state.free if k not in protected}
 
     def place(victims: list[Holding]) -> list[Dev]:
-        keys = free_now.union(*(freed[h.id] for h in victims))
+        keys = free_now | _freed(state, victims, open_keys)
         return place_spread(state, job, EMPTY, keys)[0]
 
-    victims: list[Holding] = []
-    for h in order:
-        victims.append(h)
-        if place(victims):
-            break
-    else:
+    victims = fewest(order, lambda victims: bool(place(victims)))
+    if not victims:
         return [], []
-    for h in list(victims[:-1]):  # the last one was needed: without it, no placement
-        fewer = [v for v in victims if v is not h]
-        if place(fewer):
-            victims = fewer
     chosen = place(victims)
     keys = {d.key for d in chosen}
-    return [h for h in victims if freed[h.id] & keys], chosen
+    return [h for h in victims if keys.intersection(h.devices)], chosen
 
 
 def find_preemption(
@@ -141,8 +155,9 @@ def find_preemption(
 def claim(
     state: DeviceState, job: Waiting, victims: list[Holding], devs: list[Dev], until: float
 ) -> None:
-    """The devices `job` will start on once its victims stop: taken for the rest of the pass."""
-    theirs = {k for h in victims for k in h.devices}
+    """The devices `job` will start on once its victims stop: taken for the rest of the pass
+    (a shared one closed to sharing jobs too: it is to be held whole)."""
+    theirs = _freed(state, victims, (d.key for d in devs if d.key not in state.free))
     free = [d for d in devs if d.key in state.free and fits(d, job.bytes_per_device)]
     mine = [d for d in devs if d.key in theirs]
     if job.requested is None:
@@ -150,6 +165,8 @@ def claim(
     state.take(job.id, free, until)
     state.claimed.update(h.id for h in victims)
     for d in mine:
+        state.room.pop(d.key, None)
+        state.sharers.pop(d.key, None)
         state.holder[d.key] = job.id
         state.set_avail(d, until, bound=True)
     state.used[job.owner] += job.world_size

@@ -50,6 +50,14 @@ class DeviceState:
             if d.capacity_bytes is not None and d.online and not d.external and not d.whole
         }
         self.share_owners: dict[Key, frozenset[str]] = {d.key: d.share_owners for d in devices}
+        # The sharing jobs on each shared device (those placed by this pass too) and each
+        # job's owner: a device comes free only when all of them stop (plan/preempt.py).
+        self.sharers: dict[Key, list[int]] = {}
+        self.owner_of: dict[int, str] = {h.id: h.owner for h in holding}
+        for h in holding:
+            if h.share_bytes is not None:
+                for k in h.devices:
+                    self.sharers.setdefault(k, []).append(h.id)
         # Per node, (avail, index, key) sorted: the soonest devices of a count job are its head.
         self.profile = {
             node: sorted((self.avail[d.key], d.index, d.key) for d in devs)
@@ -85,11 +93,20 @@ class DeviceState:
             self.set_avail(d, until, bound=True)
         self.reasons.clear()
 
+    def occupants(self, key: Key) -> list[int]:
+        """The jobs that must all stop for the device to come free: its sharing jobs, else
+        its holder (none: it is free, or busy for no job, offline or an outside process)."""
+        if sharers := self.sharers.get(key):
+            return sharers
+        holder = self.holder.get(key)
+        return [holder] if holder is not None else []
+
     def take_shared(
         self, job_id: int, owner: str, devs: Sequence[Dev], need: int, until: float
     ) -> None:
         """A sharing job placed: its share leaves each device's room, which no job may now
         take whole until every sharing job on it has ended."""
+        self.owner_of[job_id] = owner
         for d in devs:
             if d.key in self.free:
                 self.free.discard(d.key)
@@ -97,6 +114,7 @@ class DeviceState:
                 self.free_total -= 1
             self.room[d.key] -= need
             self.share_owners[d.key] = self.share_owners[d.key] | {owner}
+            self.sharers.setdefault(d.key, []).append(job_id)
             if self.holder[d.key] is None:
                 self.holder[d.key] = job_id
             self.set_avail(d, max(self.avail[d.key], until), bound=True)
