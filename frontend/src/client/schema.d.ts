@@ -292,7 +292,7 @@ export interface paths {
         put?: never;
         /**
          * Recommend Devices
-         * @description Rank free devices for a job; every device left out comes with its reason.
+         * @description Rank devices for a job; every device left out comes with its reason.
          */
         post: operations["recommend_devices_api_gpus_recommend_post"];
         delete?: never;
@@ -1529,9 +1529,10 @@ export interface components {
             node: string;
             /**
              * Reason
+             * @description shared: sharing jobs hold it (the message says whether this job could join them as a share); sharing_not_allowed: with `share`, its node does not allow sharing, or shares only between one user's jobs and another user's share it
              * @enum {string}
              */
-            reason: "other_node" | "held_by_job" | "external_process" | "stale_telemetry" | "insufficient_memory";
+            reason: "other_node" | "held_by_job" | "external_process" | "stale_telemetry" | "insufficient_memory" | "shared" | "sharing_not_allowed";
             /** Uuid */
             uuid: string;
         };
@@ -2586,9 +2587,14 @@ export interface components {
             node?: string | null;
             /**
              * Safety Margin Bytes
-             * @description default: max(512 MiB, 5 % of the device)
+             * @description default: max(512 MiB, 5 % of the device); not read with `share`
              */
             safety_margin_bytes?: number | null;
+            /**
+             * Share
+             * @description the job shares devices by memory (docs/sharing.md): devices are judged by their reservation room against its estimate plus the CUDA context reserve, on one node
+             */
+            share?: "memory" | null;
             /**
              * Strategy
              * @default packed
@@ -2598,6 +2604,11 @@ export interface components {
         };
         /** RecommendationPublic */
         RecommendationPublic: {
+            /**
+             * Could Share
+             * @description the job could start now by sharing `share_devices` (on one node)
+             */
+            could_share: boolean;
             /**
              * Devices
              * @description in rank order; empty when none fit
@@ -2612,6 +2623,21 @@ export interface components {
             excluded: components["schemas"]["ExcludedDevice"][];
             /** Message */
             message: string;
+            /**
+             * Share Bytes Per Device
+             * @description what the job would reserve on each device as a share: bytes_per_device plus the CUDA context reserve
+             */
+            share_bytes_per_device: number;
+            /**
+             * Share Devices
+             * @description where it would share now, the tightest room first when packed; empty when it could not
+             */
+            share_devices: components["schemas"]["RecommendedDevice"][];
+            /**
+             * Share Message
+             * @description 'could start now by sharing instead of waiting: node/1 (3.0 GiB free of reservations)'; null when it could not
+             */
+            share_message: string | null;
         };
         /** RecommendedDevice */
         RecommendedDevice: {
@@ -2625,6 +2651,11 @@ export interface components {
             name: string;
             /** Node */
             node: string;
+            /**
+             * Reservation Room Bytes
+             * @description what a sharing job could still reserve on it (as GET /api/gpus says)
+             */
+            reservation_room_bytes?: number | null;
             /** Uuid */
             uuid: string;
         };

@@ -9,22 +9,29 @@ devices whose free memory, less the safety margin, is below the job's estimate.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import redis
+from sqlalchemy.orm import Session
 
 from gpudeck.schemas.gpus import GpuPublic
-from gpudeck.services.cluster.telemetry import latest_samples, stale_after_s
+from gpudeck.services.cluster.telemetry import device_views, latest_samples, stale_after_s
 from gpudeck.services.errors import Conflict
 from gpudeck.services.placement.recommend import Candidate, default_safety_margin, usable_of
+from gpudeck.services.placement.shared import sharing_nodes
 
 log = logging.getLogger(__name__)
 
 
-def candidates(views: Iterable[GpuPublic]) -> list[Candidate]:
+def candidates(
+    views: Iterable[GpuPublic], across_users: Mapping[str, bool] | None = None
+) -> list[Candidate]:
+    """The recommender's view of each device; `across_users`: node -> whether jobs of
+    different users may share its devices (nodes.share_across_users; absent: no)."""
+    across_users = across_users or {}
     return [
         Candidate(
             node=v.node,
@@ -34,13 +41,27 @@ def candidates(views: Iterable[GpuPublic]) -> list[Candidate]:
             memory_total_bytes=v.memory_total_bytes,
             # A stale reading is no reading: the recommender excludes it as stale.
             memory_free_bytes=None if v.stale else v.memory_free_bytes,
-            held_by_job_id=v.held_by.job_id if v.held_by else None,
+            # `held_by` of a shared device is its first sharing job: held whole only if none.
+            held_by_job_id=v.held_by.job_id if v.held_by and not v.reservations else None,
             releasing=bool(v.held_by and v.held_by.releasing),
             external_process=bool(v.external_processes),
             sample_age_s=v.sample_age_s,
+            shared_by_job_ids=tuple(r.job_id for r in v.reservations),
+            sharing_owners=frozenset(r.owner for r in v.reservations),
+            reservation_room_bytes=v.reservation_room_bytes,
+            node_shares_memory=v.node_shares_memory,
+            node_shares_across_users=across_users.get(v.node, False),
         )
         for v in views
     ]
+
+
+def candidates_now(session: Session, r: redis.Redis) -> list[Candidate]:
+    """Every device as the recommend route judges it: the board's view (GET /api/gpus) with
+    each node's policy on sharing across users."""
+    views = device_views(session, r)
+    policies = sharing_nodes(session, sorted({v.node for v in views}))
+    return candidates(views, {node: across for node, (_, across) in policies.items()})
 
 
 class InsufficientMemory(Conflict):

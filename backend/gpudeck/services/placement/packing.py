@@ -27,6 +27,12 @@ class Room:
     open: bool = True  # no exclusive holder, no outside process, its node allows sharing
 
 
+def share_reservation_bytes(estimate_bytes: int, context_reserve_bytes: int) -> int:
+    """What a sharing job reserves on each device: its estimate plus the CUDA context reserve
+    (settings.cuda_context_reserve_bytes). Submit stores it; the recommender asks with it."""
+    return estimate_bytes + context_reserve_bytes
+
+
 def may_join(room: Room, owner: str, across_users: bool) -> bool:
     """Whether a job of `owner` may share the device with the jobs already on it."""
     return room.open and (across_users or room.owners <= {owner})

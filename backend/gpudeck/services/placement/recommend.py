@@ -3,45 +3,33 @@
 Free memory is NVML's (it counts what every process holds, GPUDeck's or not) less a safety
 margin, because the estimate cannot see allocator fragmentation or a neighbour's growth.
 A device is left out, with a reason, when a GPUDeck job holds it, another process uses it,
-its reading is stale or missing, it is on another node than asked, or it has too little room.
+its reading is stale or missing, it is on another node than asked, or it has too little room;
+a device that sharing jobs hold is `shared`, saying whether this job could join them as a share.
+A job that asks to share (`share="memory"`) is judged by share_recommend.py's rules instead, and
+every recommendation says whether the job could start now by sharing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import groupby
 from typing import Literal
 
+from gpudeck.services.placement.candidate import Candidate, Exclusion, Reason, excluded, key
+from gpudeck.services.placement.packing import share_reservation_bytes
+from gpudeck.services.placement.share_recommend import (
+    ShareAsk,
+    choose_shared,
+    share_exclusion,
+    shared_device_exclusion,
+    where,
+)
+
 MiB = 1024**2
 Strategy = Literal["packed", "spread", "memory"]
-Reason = Literal[
-    "other_node", "held_by_job", "external_process", "stale_telemetry", "insufficient_memory"
-]
 DEFAULT_STALE_AFTER_S = 10.0
-
-
-@dataclass(frozen=True)
-class Candidate:
-    node: str
-    uuid: str
-    index: int
-    name: str
-    memory_total_bytes: int
-    memory_free_bytes: int | None  # NVML's live reading; None before the first sample
-    held_by_job_id: int | None = None
-    releasing: bool = False  # its holder ended; its node has not confirmed its ranks are gone
-    external_process: bool = False
-    sample_age_s: float | None = None
-
-
-@dataclass(frozen=True)
-class Exclusion:
-    node: str
-    uuid: str
-    index: int
-    reason: Reason
-    message: str
 
 
 @dataclass(frozen=True)
@@ -50,6 +38,12 @@ class Recommendation:
     excluded: tuple[Exclusion, ...]
     enough: bool
     message: str
+    # What the job would reserve on each device as a share, and whether it could start now
+    # by sharing (on `share_devices`, said in `share_message`): see share_recommend.py.
+    share_bytes_per_device: int = 0
+    could_share: bool = False
+    share_devices: tuple[Candidate, ...] = ()
+    share_message: str | None = None
 
 
 def default_safety_margin(memory_total_bytes: int) -> int:
@@ -76,10 +70,6 @@ def usable_bytes(device: Candidate, safety_margin_bytes: int | None = None) -> i
     return (device.memory_free_bytes or 0) - safety_margin_bytes
 
 
-def _key(device: Candidate) -> tuple[str, int, str]:
-    return (device.node, device.index, device.uuid)
-
-
 def exclusion(
     device: Candidate,
     *,
@@ -87,14 +77,18 @@ def exclusion(
     node: str | None,
     safety_margin_bytes: int | None,
     stale_after_s: float,
+    share_ask: ShareAsk | None = None,
 ) -> Exclusion | None:
-    """Why `device` cannot take a rank, or None when it can."""
+    """Why `device` cannot take a rank, or None when it can. A device sharing jobs hold is
+    `shared`, saying whether the job could join them as a share of `share_ask`."""
 
     def out(reason: Reason, message: str) -> Exclusion:
-        return Exclusion(device.node, device.uuid, device.index, reason, message)
+        return excluded(device, reason, message)
 
     if node is not None and device.node != node:
         return out("other_node", f"on node {device.node}, not {node}")
+    if device.shared_by_job_ids:
+        return shared_device_exclusion(device, share_ask)
     if device.held_by_job_id is not None:
         verb = "releasing from" if device.releasing else "held by"
         return out("held_by_job", f"{verb} job {device.held_by_job_id}")
@@ -128,37 +122,67 @@ def recommend(
     node: str | None = None,
     safety_margin_bytes: int | None = None,
     stale_after_s: float = DEFAULT_STALE_AFTER_S,
+    share: Literal["memory"] | None = None,
+    owner: str = "",
+    context_reserve_bytes: int = 0,
 ) -> Recommendation:
-    """Choose `count` devices that each have `bytes_per_device` usable, by `strategy`."""
+    """Choose `count` devices that each have `bytes_per_device` usable, by `strategy`; with
+    `share`, devices whose reservation room holds the job as a share of `owner`'s (the
+    estimate plus `context_reserve_bytes`). Either way, say whether it could start now by
+    sharing."""
     if count < 1:
         raise ValueError("count must be at least 1")
-    eligible: list[Candidate] = []
-    excluded: list[Exclusion] = []
-    for device in sorted(candidates, key=_key):
-        why = exclusion(
-            device,
+    devices = sorted(candidates, key=key)
+    ask = ShareAsk(owner, share_reservation_bytes(bytes_per_device, context_reserve_bytes))
+    sharable = [d for d in devices if share_exclusion(d, ask, node) is None]
+    share_devices = choose_shared(sharable, count, packed=strategy == "packed")
+    could_share = len(share_devices) == count
+    if share == "memory":
+        left_out = [why for d in devices if (why := share_exclusion(d, ask, node)) is not None]
+        chosen, fitting = share_devices, len(share_devices)
+    else:
+        judge = partial(
+            exclusion,
             bytes_per_device=bytes_per_device,
             node=node,
             safety_margin_bytes=safety_margin_bytes,
             stale_after_s=stale_after_s,
+            share_ask=ask,
         )
-        if why is None:
-            eligible.append(device)
-        else:
-            excluded.append(why)
-    chosen = _ORDER[strategy](eligible, count, safety_margin_bytes)[:count]
+        judged = [(d, judge(d)) for d in devices]
+        left_out = [why for _, why in judged if why is not None]
+        eligible = [d for d, why in judged if why is None]
+        chosen = _ORDER[strategy](eligible, count, safety_margin_bytes)[:count]
+        fitting = len(eligible)
     enough = len(chosen) == count
-    message = (
-        f"{count} device(s) fit, {strategy}"
-        if enough
-        else f"not enough devices: {len(eligible)} of the {count} needed fit"
+    return Recommendation(
+        tuple(chosen),
+        tuple(left_out),
+        enough,
+        _message(count, strategy, fitting, enough, share),
+        share_bytes_per_device=ask.need_bytes,
+        could_share=could_share,
+        share_devices=tuple(share_devices) if could_share else (),
+        share_message=_share_message(share_devices, enough, share) if could_share else None,
     )
-    return Recommendation(tuple(chosen), tuple(excluded), enough, message)
+
+
+def _message(count: int, strategy: Strategy, fitting: int, enough: bool, share: str | None) -> str:
+    if enough:
+        return f"{count} device(s) fit{' as a share' if share else ''}, {strategy}"
+    if share:
+        return f"not enough devices: {fitting} of the {count} needed fit as a share on one node"
+    return f"not enough devices: {fitting} of the {count} needed fit"
+
+
+def _share_message(devices: Sequence[Candidate], enough: bool, share: str | None) -> str:
+    waits = share is None and not enough  # whole devices would wait; a share would not
+    return f"could start now by sharing{' instead of waiting' if waits else ''}: {where(devices)}"
 
 
 def _by_memory(devices: Sequence[Candidate], count: int, margin: int | None) -> list[Candidate]:
     """Most usable memory first."""
-    return sorted(devices, key=lambda d: (-usable_bytes(d, margin), _key(d)))
+    return sorted(devices, key=lambda d: (-usable_bytes(d, margin), key(d)))
 
 
 def _spread(devices: Sequence[Candidate], count: int, margin: int | None) -> list[Candidate]:
@@ -172,15 +196,15 @@ def _packed(devices: Sequence[Candidate], count: int, margin: int | None) -> lis
     """The fewest nodes, and within them the tightest fits: large devices stay whole."""
 
     def best_fit(group: Sequence[Candidate]) -> list[Candidate]:
-        return sorted(group, key=lambda d: (usable_bytes(d, margin), _key(d)))
+        return sorted(group, key=lambda d: (usable_bytes(d, margin), key(d)))
 
     nodes = [best_fit(list(group)) for _, group in _grouped(devices)]
     # Nodes that can take the whole job alone: the one whose tightest `count` wastes least.
     whole = [group for group in nodes if len(group) >= count]
     if whole:
-        return min(whole, key=lambda g: (_room(g[:count], margin), _key(g[0])))[:count]
+        return min(whole, key=lambda g: (_room(g[:count], margin), key(g[0])))[:count]
     # Otherwise the fullest nodes first: the fewest nodes that add up to `count`.
-    nodes.sort(key=lambda g: (-len(g), _key(g[0])))
+    nodes.sort(key=lambda g: (-len(g), key(g[0])))
     return [device for group in nodes for device in group]
 
 
@@ -189,7 +213,7 @@ def _room(devices: Sequence[Candidate], margin: int | None) -> int:
 
 
 def _grouped(devices: Sequence[Candidate]) -> Iterable[tuple[str, Iterable[Candidate]]]:
-    return groupby(sorted(devices, key=_key), key=lambda d: d.node)
+    return groupby(sorted(devices, key=key), key=lambda d: d.node)
 
 
 _ORDER = {"packed": _packed, "spread": _spread, "memory": _by_memory}

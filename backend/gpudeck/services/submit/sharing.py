@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services.errors import InvalidInput
 from gpudeck.services.placement.fit import check_fits
+from gpudeck.services.placement.packing import share_reservation_bytes
 from gpudeck.services.placement.shared import sharing_nodes
 from gpudeck.services.submit.placement_request import Placement
 
@@ -41,6 +42,6 @@ def reservation_bytes(
             [("share", f"node {names} does not allow sharing devices (an admin turns it on: "
               f"gpudeck nodes sharing {nodes[0]} --on)")]
         )  # fmt: skip
-    need = estimate + context_reserve_bytes
+    need = share_reservation_bytes(estimate, context_reserve_bytes)
     check_fits([d for d in placement.inventory if d.node in allowed], need, "share")
     return need
