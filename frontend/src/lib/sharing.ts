@@ -1,9 +1,9 @@
 /**
  * Sharing a device by memory (docs/sharing.md), as the board and the new-job form read it from
- * GET /api/gpus and GET /api/nodes: the reservations on a device, what a job would reserve, and
- * whether it could start now by sharing.
+ * GET /api/gpus and GET /api/nodes: the reservations on a device, what a job would reserve; and,
+ * from POST /api/gpus/recommend, whether it could start now by sharing.
  */
-import type { Gpu } from "../client/types";
+import type { Gpu, Recommendation } from "../client/types";
 import { formatBytes } from "./format";
 
 export const HUES = 6;
@@ -42,29 +42,19 @@ export function reservationBytes(estimateBytes: number | null | undefined, conte
   return estimateBytes ? estimateBytes + contextReserveBytes : null;
 }
 
+/** A device a sharing job could take: where it is, and its room (GET /api/gpus, or the recommender's). */
+type ShareDevice = Pick<Gpu, "node" | "index" | "reservation_room_bytes">;
+
 /**
- * Whether a sharing job reserving `needBytes` on each of `count` devices could start now: on
- * the eligible nodes (allowing sharing), devices whose room holds it, already shared or idle.
- * Mirrors the API's best fit (services/placement/packing.py); the API decides.
+ * Whether the ticked devices can each hold a share of `needBytes` now: one node that allows
+ * sharing, and room on every device (the API's reservation room). Nothing to choose here; where a
+ * count would go, the recommender says (POST /api/gpus/recommend's `share_devices`).
  */
-export function devicesToShareNow(gpus: readonly Gpu[], needBytes: number, count: number, nodes?: readonly string[]): Gpu[] | null {
-  const fitting = gpus.filter(
-    (g) =>
-      g.node_shares_memory &&
-      (nodes === undefined || nodes.includes(g.node)) &&
-      g.reservation_room_bytes !== null &&
-      g.reservation_room_bytes !== undefined &&
-      g.reservation_room_bytes >= needBytes,
+export function tickedFitAsShare(selected: readonly Gpu[], needBytes: number): boolean {
+  const nodes = new Set(selected.map((g) => g.node));
+  return (
+    selected.length > 0 && nodes.size === 1 && selected.every((g) => g.node_shares_memory && (g.reservation_room_bytes ?? -1) >= needBytes)
   );
-  const byNode = new Map<string, Gpu[]>();
-  for (const g of fitting) byNode.set(g.node, [...(byNode.get(g.node) ?? []), g]);
-  for (const members of byNode.values()) {
-    // a sharing job stays on one node: the tightest devices that hold it first
-    if (members.length >= count) {
-      return [...members].sort((a, b) => (a.reservation_room_bytes ?? 0) - (b.reservation_room_bytes ?? 0)).slice(0, count);
-    }
-  }
-  return null;
 }
 
 export interface ShareInput {
@@ -80,8 +70,12 @@ export interface ShareInput {
   estimateBytes: number | null;
   /** GET /api/nodes: what a sharing job reserves beyond its estimate */
   contextReserveBytes: number;
-  /** the whole-device recommendation for the count: `enough` false means it would wait */
-  wholeDevicesNow: boolean | undefined;
+  /**
+   * the recommendation for the count (POST /api/gpus/recommend): `enough` false means whole devices
+   * would wait; `could_share` and `share_devices` say where it could start now by sharing (the API
+   * judges the rooms, the node's policy on other users' jobs, and keeps a share on one node)
+   */
+  recommendation: Pick<Recommendation, "enough" | "could_share" | "share_devices"> | undefined;
   /** the toggle is on */
   on: boolean;
 }
@@ -117,7 +111,14 @@ export function shareState(input: ShareInput): ShareState {
           : null;
   if (disabledReason !== null || reserveBytes === null) return { disabledReason, reserveBytes, line: null, startsNow: false };
   const count = input.selected.length > 0 ? input.selected.length : input.count;
-  const onDevices = devicesToShareNow(pool, reserveBytes, count, sharingNodes);
+  const onDevices: readonly ShareDevice[] | null =
+    input.selected.length > 0
+      ? tickedFitAsShare(input.selected, reserveBytes)
+        ? input.selected
+        : null
+      : input.recommendation?.could_share
+        ? input.recommendation.share_devices
+        : null;
   const where = onDevices?.map((d) => `${d.node}/${d.index} (${formatBytes(d.reservation_room_bytes)} free of reservations)`).join(", ");
   if (input.on) {
     const line = where
@@ -126,7 +127,7 @@ export function shareState(input: ShareInput): ShareState {
     return { disabledReason, reserveBytes, line, startsNow: onDevices !== null };
   }
   // the whole-device recommendation would wait, sharing would not: say so
-  const line = where && input.wholeDevicesNow === false ? `Could start now by sharing instead of waiting: ${where}.` : null;
+  const line = where && input.recommendation?.enough === false ? `Could start now by sharing instead of waiting: ${where}.` : null;
   return { disabledReason, reserveBytes, line, startsNow: false };
 }
 

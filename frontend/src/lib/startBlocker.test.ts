@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Recommendation } from "../client/types";
-import { makeGpu } from "../test/fixtures";
+import { makeGpu, makeRecommendation } from "../test/fixtures";
 import { startBlocker, type StartInput } from "./startBlocker";
 
 const GIB = 1024 ** 3;
@@ -14,7 +14,7 @@ const base: StartInput = {
   canWait: false,
   count: 1,
 };
-const rec = (enough: boolean, message: string) => ({ devices: [], excluded: [], enough, message });
+const rec = (enough: boolean, message: string) => makeRecommendation({ enough, message });
 
 describe("startBlocker", () => {
   it("waits for a recommendation when choosing by count", () => {
@@ -49,16 +49,14 @@ describe("startBlocker", () => {
       reason,
       message: reason,
     });
-    const busyOnly = {
-      devices: [],
-      excluded: [excluded("held_by_job")],
-      enough: false,
-      message: "not enough devices: 0 of the 1 needed fit",
-    };
+    const busyOnly = makeRecommendation({ excluded: [excluded("held_by_job")] });
     const tooSmall = { ...busyOnly, excluded: [excluded("insufficient_memory")] };
     expect(startBlocker({ ...base, recommendation: busyOnly })).toBe(busyOnly.message);
     expect(startBlocker({ ...base, canWait: true, recommendation: busyOnly })).toBeNull();
     expect(startBlocker({ ...base, canWait: true, recommendation: tooSmall })).toBe(tooSmall.message);
+    // a device sharing jobs hold frees when they end, as one held whole does
+    const sharedOnly = { ...busyOnly, excluded: [excluded("shared")] };
+    expect(startBlocker({ ...base, canWait: true, recommendation: sharedOnly })).toBeNull();
     const busy = makeGpu({ index: 2, held_by: { job_id: 7, job_name: "sweep", owner: "ada" } });
     expect(startBlocker({ ...base, selected: [busy] })).toMatch(/^GPU 2: busy: job #7/);
     expect(startBlocker({ ...base, canWait: true, selected: [busy] })).toBeNull();

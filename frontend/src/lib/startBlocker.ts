@@ -20,7 +20,8 @@ export interface StartInput {
 // A device that is busy now frees when its holder ends: a queued job can wait for it. One too
 // small for the job never will.
 const WAITABLE = new Set(["busy", "taken"]);
-const WAITABLE_EXCLUSIONS = new Set(["held_by_job", "external_process"]);
+// "shared": held by sharing jobs, it frees when they end, as a device held whole does.
+const WAITABLE_EXCLUSIONS = new Set(["held_by_job", "shared", "external_process"]);
 
 function fitsOnceFree(recommendation: Recommendation, count: number): boolean {
   const busy = recommendation.excluded.filter((e) => WAITABLE_EXCLUSIONS.has(e.reason)).length;

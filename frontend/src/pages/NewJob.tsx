@@ -102,7 +102,7 @@ export function NewJob() {
     spreadNodes: choice.spreadNodes,
     estimateBytes: estimatesMemory ? placement.bytesPerDevice : null,
     contextReserveBytes,
-    wholeDevicesNow: placement.recommendation?.enough,
+    recommendation: placement.recommendation,
     on: share,
   });
   const sharingOn = share && sharing.disabledReason === null && !onCluster;

@@ -1,7 +1,7 @@
 import { act, screen, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FakeWebSocket } from "../test/fakeWebSocket";
-import { makeGpu, makeSample } from "../test/fixtures";
+import { makeGpu, makeNode, makeSample } from "../test/fixtures";
 import { json, renderPage, stubApi } from "../test/render";
 import { Dashboard } from "./Dashboard";
 
@@ -12,18 +12,6 @@ const reservation = (job_id: number, job_name: string, owner: string, gib: numbe
   job_name,
   owner,
   reserved_bytes: gib * GIB,
-});
-const node = (name: string, share_memory: boolean) => ({
-  name,
-  address: null,
-  online: true,
-  source: "simulated",
-  device_count: 1,
-  registered_at: "2026-11-27T20:00:00Z",
-  last_seen_at: "2026-11-27T20:00:00Z",
-  share_memory,
-  share_across_users: false,
-  cuda_context_reserve_bytes: 0.5 * GIB,
 });
 
 // node-a allows sharing: device A holds two sharing jobs; node-b's device B is held whole.
@@ -38,7 +26,10 @@ const whole = makeGpu({ node: "node-b", uuid: "B", held_by: { job_id: 9, job_nam
 
 beforeEach(() => {
   FakeWebSocket.reset();
-  const api = { "GET /api/gpus": () => json([shared, whole]), "GET /api/nodes": () => json([node("node-a", true), node("node-b", false)]) };
+  const api = {
+    "GET /api/gpus": () => json([shared, whole]),
+    "GET /api/nodes": () => json([makeNode("node-a", true), makeNode("node-b", false)]),
+  };
   vi.stubGlobal("fetch", stubApi(api).fetchMock);
 });
 afterEach(() => vi.unstubAllGlobals());

@@ -3,8 +3,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Job } from "../client/types";
 import { FakeWebSocket } from "../test/fakeWebSocket";
 import { makeJob, makeSaeKind } from "../test/fixtures";
+import { renderJobPage } from "../test/jobPage";
 import { json, renderPage, stubApi } from "../test/render";
-import { JobDetail } from "./JobDetail";
 import { Jobs } from "./Jobs";
 
 beforeEach(() => {
@@ -40,22 +40,9 @@ function pendingOnLab(overrides: Partial<Job> = {}): Job {
   });
 }
 
-function jobPage(job: Job) {
-  const api = stubApi({
-    [`GET /api/jobs/${job.id}`]: () => json(job),
-    "GET /api/kinds/sae": () => json(makeSaeKind()),
-    [`GET /api/jobs/${job.id}/metrics`]: () => json({ items: [], last_step: null }),
-    [`GET /api/jobs/${job.id}/logs`]: () => new Response("", { status: 200, headers: { "Content-Type": "text/plain" } }),
-    [`GET /api/jobs/${job.id}/checkpoints`]: () => json([]),
-    "GET /api/gpus": () => json([]),
-  });
-  vi.stubGlobal("fetch", api.fetchMock);
-  renderPage(<JobDetail />, { path: "/jobs/:id", route: `/jobs/${job.id}` });
-}
-
 describe("a job on a Slurm cluster", () => {
   it("has a Slurm card: cluster, Slurm's id and state, partition, nodes, attempts, and while pending Slurm's reason", async () => {
-    jobPage(pendingOnLab());
+    renderJobPage(pendingOnLab());
     const card = await screen.findByTestId("slurm-card");
     expect(within(card).getByTestId("slurm-cluster")).toHaveTextContent("lab");
     expect(within(card).getByTestId("slurm-job-id")).toHaveTextContent("123");
@@ -70,7 +57,7 @@ describe("a job on a Slurm cluster", () => {
 
   it("once running shows Slurm's node list and the attempt, and no reason", async () => {
     const slurm = { ...pendingOnLab().slurm!, state: "RUNNING", reason: null, reason_code: null, nodes: "n[1-2]", attempts: 2 };
-    jobPage(pendingOnLab({ status: "running", started_at: polledAt, slurm }));
+    renderJobPage(pendingOnLab({ status: "running", started_at: polledAt, slurm }));
     const card = await screen.findByTestId("slurm-card");
     expect(within(card).getByTestId("slurm-state")).toHaveTextContent("RUNNING");
     expect(within(card).getByTestId("slurm-nodes")).toHaveTextContent("n[1-2]");
@@ -80,7 +67,7 @@ describe("a job on a Slurm cluster", () => {
 
   it("says Slurm did not answer, with the cause, keeping its last word", async () => {
     const slurm = { ...pendingOnLab().slurm!, state: "RUNNING", unknown: true, reason: "squeue: slurm_load_jobs error: Socket timed out" };
-    jobPage(pendingOnLab({ status: "running", slurm }));
+    renderJobPage(pendingOnLab({ status: "running", slurm }));
     const card = await screen.findByTestId("slurm-card");
     expect(within(card).getByTestId("slurm-unknown")).toHaveTextContent(
       "Slurm did not answer (squeue: slurm_load_jobs error: Socket timed out)",
@@ -89,14 +76,14 @@ describe("a job on a Slurm cluster", () => {
   });
 
   it("not yet submitted to Slurm says so", async () => {
-    jobPage(pendingOnLab({ slurm_job_id: null, slurm: { partition: "gpu", nodes_requested: 1, attempts: 0, unknown: false } }));
+    renderJobPage(pendingOnLab({ slurm_job_id: null, slurm: { partition: "gpu", nodes_requested: 1, attempts: 0, unknown: false } }));
     const card = await screen.findByTestId("slurm-card");
     expect(within(card).getByTestId("slurm-job-id")).toHaveTextContent("not submitted yet");
     expect(within(card).getByTestId("slurm-nodes")).toHaveTextContent("1 requested");
   });
 
   it("a job on GPUDeck's own nodes has no Slurm card", async () => {
-    jobPage(makeJob({ id: 9 }));
+    renderJobPage(makeJob({ id: 9 }));
     await screen.findByTestId("job-duration");
     expect(screen.queryByTestId("slurm-card")).toBeNull();
   });

@@ -3,8 +3,8 @@ import userEvent from "@testing-library/user-event";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Gpu } from "../client/types";
 import { FakeWebSocket } from "../test/fakeWebSocket";
-import { makeGpu, makeJob, makeSaeKind } from "../test/fixtures";
-import { ALL_BUSY, ONE_GIB_ESTIMATE, renderNewJob } from "../test/newJobPage";
+import { makeGpu, makeJob, makeNode, makeSaeKind } from "../test/fixtures";
+import { ALL_BUSY, ONE_GIB_ESTIMATE, renderNewJob, sharedNow } from "../test/newJobPage";
 import { json } from "../test/render";
 import { makeSweep } from "../test/sweepFixtures";
 
@@ -12,19 +12,6 @@ const GIB = 1024 ** 3;
 
 beforeEach(() => FakeWebSocket.reset());
 afterEach(() => vi.unstubAllGlobals());
-
-const node = (share_memory: boolean) => ({
-  name: "node-a",
-  address: null,
-  online: true,
-  source: "simulated",
-  device_count: 1,
-  registered_at: "2026-11-27T20:00:00Z",
-  last_seen_at: "2026-11-27T20:00:00Z",
-  share_memory,
-  share_across_users: false,
-  cuda_context_reserve_bytes: 0.5 * GIB,
-});
 
 // the one device is held by a sharing job, 70 GiB free of reservations: a whole-device job waits
 const sharedDevice = makeGpu({
@@ -36,15 +23,15 @@ const sharedDevice = makeGpu({
   node_shares_memory: true,
 });
 
-function setup(inventory: Gpu[], shares: boolean, route = "/new") {
+function setup(inventory: Gpu[], shares: boolean, route = "/new", recommendation: object = sharedNow(70 * GIB)) {
   return renderNewJob(
     {
       "GET /api/kinds": () => json([makeSaeKind()]),
       "GET /api/kinds/sae": () => json(makeSaeKind()),
       "POST /api/estimate": () => json(ONE_GIB_ESTIMATE),
-      "POST /api/gpus/recommend": () => json(ALL_BUSY),
+      "POST /api/gpus/recommend": () => json(recommendation),
       "GET /api/gpus": () => json(inventory),
-      "GET /api/nodes": () => json([node(shares)]),
+      "GET /api/nodes": () => json([makeNode("node-a", shares)]),
       "POST /api/jobs": () => json(makeJob({ id: 42, status: "running" }), 201),
       "POST /api/sweeps": () => json(makeSweep(2), 201),
     },
@@ -77,7 +64,7 @@ describe("NewJob: Share the device by memory", () => {
   });
 
   it("is disabled with the reason where no node allows sharing, and the job goes whole", async () => {
-    const api = setup([makeGpu({ index: 0, uuid: "G0" })], false);
+    const api = setup([makeGpu({ index: 0, uuid: "G0" })], false, "/new", ALL_BUSY);
     await screen.findByTestId("estimate-bytes");
     const toggle = screen.getByLabelText("Share the device by memory");
     expect(toggle).toBeDisabled();
@@ -89,6 +76,18 @@ describe("NewJob: Share the device by memory", () => {
     await userEvent.click(screen.getByTestId("submit"));
     await screen.findByTestId("elsewhere");
     expect(created(api)).not.toHaveProperty("share");
+  });
+
+  it("takes the recommender's word on sharing now: room on the board is not enough", async () => {
+    // the board shows 70 GiB free of reservations on G0, but the API says the job could not
+    // share it now (say, another user's job shares it and the node keeps users apart)
+    setup([sharedDevice], true, "/new", ALL_BUSY);
+    await screen.findByTestId("estimate-bytes");
+    const toggle = screen.getByLabelText("Share the device by memory");
+    await waitFor(() => expect(toggle).toBeEnabled());
+    expect(screen.queryByTestId("share-line")).toBeNull();
+    await userEvent.click(toggle);
+    expect(screen.getByTestId("share-line")).toHaveTextContent("Waits for memory: no device has 1.5 GiB free of reservations now.");
   });
 
   it("makes every member of a sweep share", async () => {

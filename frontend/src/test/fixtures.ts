@@ -1,5 +1,5 @@
 import kinds from "./kindSchemas.json";
-import type { DeviceSample, Gpu, Job, JobKindInfo, NodeSample } from "../client/types";
+import type { DeviceSample, Gpu, Job, JobKindInfo, NodeSample, Recommendation, Schemas } from "../client/types";
 
 const GIB = 1024 ** 3;
 
@@ -127,4 +127,41 @@ export function makeSaeKind(): JobKindInfo {
     available: true,
     unavailable_reason: null,
   };
+}
+
+/** A node of GET /api/nodes; `share_memory`: an admin allows sharing its devices by memory. */
+export function makeNode(name = "node-a", share_memory = false): Schemas["NodePublic"] {
+  return {
+    name,
+    address: null,
+    online: true,
+    source: "simulated",
+    device_count: 1,
+    registered_at: "2026-11-27T20:00:00Z",
+    last_seen_at: "2026-11-27T20:00:00Z",
+    share_memory,
+    share_across_users: false,
+    cuda_context_reserve_bytes: 0.5 * GIB,
+  };
+}
+
+/** POST /api/gpus/recommend's answer: nothing fits and sharing would not start it, unless overridden. */
+export function makeRecommendation(overrides: Partial<Recommendation> = {}): Recommendation {
+  return {
+    devices: [],
+    excluded: [],
+    enough: false,
+    message: "not enough devices: 0 of the 1 needed fit",
+    share_bytes_per_device: 0,
+    could_share: false,
+    share_devices: [],
+    share_message: null,
+    ...overrides,
+  };
+}
+
+/** A device as the recommender names it (devices, share_devices), from a board device. */
+export function recommended(gpu: Gpu): Recommendation["devices"][number] {
+  const { node, uuid, index, name, memory_total_bytes, reservation_room_bytes } = gpu;
+  return { node, uuid, index, name, memory_total_bytes, memory_free_bytes: gpu.memory_free_bytes ?? null, reservation_room_bytes };
 }

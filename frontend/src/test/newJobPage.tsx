@@ -3,7 +3,7 @@ import { vi } from "vitest";
 import type { Gpu } from "../client/types";
 import { NewJob } from "../pages/NewJob";
 import { FakeWebSocket } from "./fakeWebSocket";
-import { makeSample } from "./fixtures";
+import { makeRecommendation, makeSample } from "./fixtures";
 import { renderPage, stubApi, type Handler } from "./render";
 
 const GIB = 1024 ** 3;
@@ -21,12 +21,26 @@ export const ONE_GIB_ESTIMATE = {
 };
 
 /** POST /api/gpus/recommend's answer when the one device is held: a job that may queue still starts. */
-export const ALL_BUSY = {
-  devices: [],
+export const ALL_BUSY = makeRecommendation({
   excluded: [{ node: "node-a", uuid: "G0", index: 0, reason: "held_by_job", message: "held by job 7" }],
-  enough: false,
   message: "all busy",
-};
+});
+
+/**
+ * Its answer when sharing jobs hold the one device (G0) with `roomBytes` free of reservations: whole,
+ * the job waits; as a share of 1.5 GiB (ONE_GIB_ESTIMATE + the context reserve) it starts now.
+ */
+export function sharedNow(roomBytes: number) {
+  const device = { node: "node-a", uuid: "G0", index: 0, name: "Simulated GPU", memory_total_bytes: 80 * GIB };
+  return makeRecommendation({
+    excluded: [{ ...device, reason: "shared", message: "shared by job 7; a sharing job could reserve 70.0 GiB here" }],
+    message: "all busy",
+    share_bytes_per_device: 1.5 * GIB,
+    could_share: true,
+    share_devices: [{ ...device, memory_free_bytes: null, reservation_room_bytes: roomBytes }],
+    share_message: "could start now by sharing instead of waiting: node-a/0 (70.0 GiB free of reservations)",
+  });
+}
 
 /** The telemetry feed opens and sends one sample of `devices` (node-a). */
 export function sendTelemetry(devices: Gpu[]): void {
