@@ -86,7 +86,10 @@ def job_metrics(session: Session, views: list[GpuView]) -> Iterator[Metric]:
         for p in v.processes:
             if p.job_id is not None and p.used_memory_bytes is not None:
                 per_job[p.job_id] = per_job.get(p.job_id, 0) + p.used_memory_bytes
-        holder = v.held_by
+        # A device shared by memory has several jobs: `held_by` is only the first of them, so
+        # its memory is each job's processes' and its utilization no one job's (NVML's is the
+        # device's; DCGM_FI_DEV_GPU_UTIL carries it).
+        holder = None if v.reservations else v.held_by
         if (
             holder
             and v.source == "simulated"

@@ -14,7 +14,9 @@ from telemetry.fake_nvml import GIB, FakeGpu, InstallNvml, installer
 
 from gpudeck.core.config import SimulatedDeviceSpec
 from gpudeck.models import JobStatus
+from gpudeck.schemas.jobs import DeviceRef, JobCreate
 from gpudeck.services.cluster.sampler_store import DatabaseSamplerStore
+from gpudeck.services.submit import submission
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.nvml import NvmlProvider
 from gpudeck.telemetry.sampler import Sampler
@@ -139,3 +141,56 @@ def test_nvml_processes_are_attributed_to_their_jobs(
     assert one(m["gpudeck_device_external_processes"], UUID="GPU-1") == 1
     assert one(m["gpudeck_device_external_processes"], UUID="GPU-0") == 1
     assert child_pid not in {int(s.value) for s in job_mem}
+
+
+def test_a_shared_device_credits_each_job_its_own_processes_and_no_job_its_utilization(
+    fake_nvml: InstallNvml,
+    client: TestClient,
+    db: Session,
+    redis_client: redis.Redis,
+    session_factory: sessionmaker[Session],
+) -> None:
+    """Two jobs share GPU-0 by memory: each is credited what its rank holds, never the
+    first's whole device (the first sharing job is the device's `held_by`)."""
+    first_pid, second_pid = 52001, 52002
+    fake_nvml(
+        [
+            FakeGpu(
+                uuid="GPU-0",
+                memory_used=5 * GIB,
+                util_gpu=80,
+                compute=[(first_pid, 3 * GIB), (second_pid, 2 * GIB)],
+            ),
+        ]
+    )
+    sampler = Sampler(
+        NvmlProvider(),
+        node=TEST_NODE,
+        redis_client=redis_client,
+        store=DatabaseSamplerStore(session_factory),
+    )
+    sampler.tick()  # registers the device
+    db.execute(text("UPDATE nodes SET share_memory = true WHERE name = :n"), {"n": TEST_NODE})
+    db.commit()
+    jobs = []
+    for name, pid, gib in (("small-a", first_pid, 3), ("small-b", second_pid, 2)):
+        config = {"entrypoint": "train.py", "memory_per_device_bytes": gib * GIB}
+        body = JobCreate(
+            kind="script", name=name, config=config, devices=[DeviceRef(index=0)], share="memory"
+        )
+        job = submission.create_job(db, body, owner="ada")
+        db.commit()
+        stream.register_rank_pid(redis_client, TEST_NODE, pid, job.id, 0)
+        jobs.append(job.id)
+    db.execute(text("UPDATE jobs SET status = 'running'"))
+    db.commit()
+    sampler.tick()
+
+    m = scrape(client)
+    job_mem = m["gpudeck_job_device_memory_used_bytes"]
+    assert sorted((s.labels["job_id"], s.labels["owner"], s.value) for s in job_mem) == [
+        (str(jobs[0]), "ada", 3 * GIB),
+        (str(jobs[1]), "ada", 2 * GIB),
+    ]
+    assert m["gpudeck_job_device_utilization_pct"] == []
+    assert one(m["DCGM_FI_DEV_GPU_UTIL"], UUID="GPU-0") == 80
