@@ -70,7 +70,15 @@ def dispatch_placed(session: Session, celery: Celery, job_id: int) -> None:
 
 
 def mark_dispatched(session: Session, job_id: int) -> None:
-    session.execute(update(Job).where(Job.id == job_id).values(dispatched_at=func.now()))
+    """Record the send, without waiting for the job's row: a worker that holds it is claiming
+    the job, so the message reached it and the mark is moot (were the claim undone, the job
+    is queued, unmarked, and the outbox sends it again: harmless). Waiting there once turned a
+    submit the worker was already starting into a 503 (the API's statement timeout), which
+    invites the client to submit the job twice."""
+    free = select(Job.id).where(Job.id == job_id).with_for_update(skip_locked=True)
+    session.execute(
+        update(Job).where(Job.id == free.scalar_subquery()).values(dispatched_at=func.now())
+    )
     session.flush()
 
 

@@ -6,8 +6,8 @@ import time
 
 import redis
 from harness import TEST_NODE, free_port, make_job
-from sqlalchemy import text
-from sqlalchemy.orm import Session
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.celery_app import make_celery, node_queue
 from gpudeck.core.config import Settings
@@ -62,3 +62,24 @@ def test_a_message_lost_long_ago_is_sent_again(
     assert redispatch_pending(db, up, resend_after_s=60) == [job.id]
     db.commit()
     assert queued_messages(redis_client) == 1
+
+
+def test_marking_a_send_never_waits_for_a_worker_claiming_the_job(
+    db: Session, devices: str, session_factory: sessionmaker[Session]
+) -> None:
+    """The submit path marks its send after the commit; the worker may already hold the row."""
+    job = make_job(db, devices=[0])
+    with session_factory() as worker:
+        worker.execute(select(Job).where(Job.id == job.id).with_for_update())  # its claim
+        db.execute(text("SET LOCAL statement_timeout = '1s'"))
+        started = time.monotonic()
+        mark_dispatched(db, job.id)
+        db.commit()
+        assert time.monotonic() - started < 0.5
+        worker.rollback()
+    db.expire_all()
+    assert db.get(Job, job.id).dispatched_at is None  # the outbox's to send again, if queued
+    mark_dispatched(db, job.id)
+    db.commit()
+    db.expire_all()
+    assert db.get(Job, job.id).dispatched_at is not None
