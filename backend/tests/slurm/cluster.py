@@ -137,6 +137,12 @@ class SlurmCluster:
         """A Slurm command against this cluster, as an admin at the login node would run it."""
         return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=30)
 
+    def job_ids(self) -> set[str]:
+        """Every job slurmctld still knows, ended ones too (until MinJobAge forgets them: a
+        check that nothing was submitted compares with `<=`, not `==`)."""
+        listed = self.run(["squeue", "--noheader", "--states=all", "-o", "%i"]).stdout
+        return set(listed.split())
+
     def cancel_everything(self, timeout_s: float = 30.0) -> None:
         """No job of an earlier test left pending or running: the cluster is the test process's,
         and a forgotten job would hold its GPUs and cores through the tests after it."""
