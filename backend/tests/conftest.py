@@ -17,13 +17,15 @@ from harness import (
     resolve_services,
     truncate_all,
 )
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core import migrate
 from gpudeck.core.config import Settings
 from gpudeck.core.db import make_engine, make_sessionmaker
 from gpudeck.main import create_app
+from gpudeck.scheduler.duties import Context
+from gpudeck.scheduler.service import Scheduler
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -126,3 +128,13 @@ def client(
     """Signed in as `admin` (send other headers per request to act as someone else)."""
     with TestClient(create_app(settings), headers=auth_headers(admin_token)) as test_client:
         yield test_client
+
+
+@pytest.fixture
+def scheduler(settings: Settings, redis_client: redis.Redis) -> Iterator[Context]:
+    """The scheduler's context, for a test that runs its passes itself (schedule_queue)."""
+    engine = create_engine(settings.sqlalchemy_url, pool_size=2)
+    try:
+        yield Scheduler(settings, engine, redis_client).ctx
+    finally:
+        engine.dispose()

@@ -6,32 +6,19 @@ first node, which opens its `job_nodes` rows."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import redis
 from multinode_cases import on, placed, register_three_nodes, submit
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from gpudeck.core.celery_app import node_queue
-from gpudeck.core.config import Settings
 from gpudeck.models import Job, JobNode, JobStatus
 from gpudeck.scheduler.duties import Context, schedule_queue
-from gpudeck.scheduler.service import Scheduler
 from gpudeck.services.jobs import cancel
 from gpudeck.services.queue import actions as queue_actions
 from gpudeck.services.queue import passes
 from gpudeck.services.runs import lifecycle as runs
-
-
-@pytest.fixture
-def ctx(settings: Settings, redis_client: redis.Redis) -> Iterator[Context]:
-    engine: Engine = create_engine(settings.sqlalchemy_url, pool_size=2)
-    try:
-        yield Scheduler(settings, engine, redis_client).ctx
-    finally:
-        engine.dispose()
 
 
 @pytest.fixture
@@ -52,18 +39,18 @@ def infos(ctx: Context, db: Session) -> dict[int, tuple[str, str]]:
 
 
 def test_a_job_across_nodes_waits_for_a_busy_device_and_starts_whole_when_it_frees(
-    ctx: Context, db: Session, nodes: None, redis_client: redis.Redis
+    scheduler: Context, db: Session, nodes: None, redis_client: redis.Redis
 ) -> None:
     holder = submit(db, devices=on(("beta", 1)))
     job = submit(db, devices=on(("alpha", 0), ("alpha", 1), ("beta", 1)))
     assert job.status == JobStatus.queued and placed(db, job.id) == []
-    code, reason = infos(ctx, db)[job.id]
+    code, reason = infos(scheduler, db)[job.id]
     assert code == "devices_busy" and reason == f"devices busy: beta/1 held by job {holder.id}"
 
-    assert schedule_queue(ctx) == []  # alpha's two are free, beta/1 is not: nothing of it
+    assert schedule_queue(scheduler) == []  # alpha's two are free, beta/1 is not: nothing of it
     assert placed(db, job.id) == []
     end(db, holder)
-    assert schedule_queue(ctx) == [job.id]
+    assert schedule_queue(scheduler) == [job.id]
     assert placed(db, job.id) == [(0, "alpha", 0), (1, "alpha", 1), (2, "beta", 1)]
     # The submit path's dispatch: once to each node's queue.
     assert redis_client.llen(node_queue("alpha")) == 1
@@ -83,7 +70,7 @@ def test_a_job_across_nodes_waits_for_a_busy_device_and_starts_whole_when_it_fre
 
 
 def test_a_count_over_nodes_waits_then_starts_on_the_fewest_nodes(
-    ctx: Context, db: Session, nodes: None, redis_client: redis.Redis
+    scheduler: Context, db: Session, nodes: None, redis_client: redis.Redis
 ) -> None:
     blockers = [
         submit(db, devices=on(("alpha", 0), ("alpha", 1), ("beta", 0), ("beta", 1))),
@@ -91,11 +78,11 @@ def test_a_count_over_nodes_waits_then_starts_on_the_fewest_nodes(
     ]
     job = submit(db, count=4, nodes=2)  # 1 x 4 or 2 x 2: every device is held, it waits
     assert placed(db, job.id) == [] and job.node == "gamma"  # where it would go, idle
-    code, reason = infos(ctx, db)[job.id]
+    code, reason = infos(scheduler, db)[job.id]
     assert code == "devices_busy" and "needs 1 x 4 or 2 x 2 (nodes x devices)" in reason
     for blocker in blockers:
         end(db, blocker)
-    assert schedule_queue(ctx) == [job.id]
+    assert schedule_queue(scheduler) == [job.id]
     assert [n for _, n, _ in placed(db, job.id)] == ["gamma"] * 4  # one node, not two
     db.expire_all()
     assert db.get(Job, job.id).node == "gamma"  # type: ignore[union-attr]
@@ -103,21 +90,21 @@ def test_a_count_over_nodes_waits_then_starts_on_the_fewest_nodes(
 
 
 def test_a_count_over_nodes_never_starts_on_part_of_its_nodes(
-    ctx: Context, db: Session, nodes: None, redis_client: redis.Redis
+    scheduler: Context, db: Session, nodes: None, redis_client: redis.Redis
 ) -> None:
     gamma = submit(db, devices=on(("gamma", 0), ("gamma", 1), ("gamma", 2), ("gamma", 3)))
     beta = submit(db, devices=on(("beta", 1)))
     job = submit(db, count=4, devices_per_node=2)  # alpha has 2 free, beta only 1
     assert placed(db, job.id) == []
-    assert schedule_queue(ctx) == [] and placed(db, job.id) == []
+    assert schedule_queue(scheduler) == [] and placed(db, job.id) == []
     assert redis_client.llen(node_queue("alpha")) == 0
     end(db, beta)
-    assert schedule_queue(ctx) == [job.id]
+    assert schedule_queue(scheduler) == [job.id]
     assert placed(db, job.id) == [(0, "alpha", 0), (1, "alpha", 1), (2, "beta", 0), (3, "beta", 1)]
     assert placed(db, gamma.id)  # untouched
 
 
-def test_offline_nodes_are_skipped(ctx: Context, db: Session, nodes: None) -> None:
+def test_offline_nodes_are_skipped(scheduler: Context, db: Session, nodes: None) -> None:
     busy = submit(db, devices=on(("alpha", 0), ("alpha", 1), ("beta", 0), ("beta", 1)))
     named = submit(db, devices=on(("alpha", 0), ("gamma", 0)))  # waits for alpha/0
     spread = submit(db, count=4, devices_per_node=2)
@@ -127,41 +114,41 @@ def test_offline_nodes_are_skipped(ctx: Context, db: Session, nodes: None) -> No
     end(db, busy)
     # gamma has four free devices, but its sampler is silent: nothing starts there. The spread
     # job takes alpha and beta; the named one waits for gamma to report again.
-    assert schedule_queue(ctx) == [spread.id]
+    assert schedule_queue(scheduler) == [spread.id]
     assert {n for _, n, _ in placed(db, spread.id)} == {"alpha", "beta"}
-    code, reason = infos(ctx, db)[named.id]
+    code, reason = infos(scheduler, db)[named.id]
     assert code == "devices_busy" and "gamma/0 offline" in reason
     assert placed(db, named.id) == []
     end(db, spread)
-    assert schedule_queue(ctx) == []  # alpha/0 free again, gamma still offline: no part starts
+    assert schedule_queue(scheduler) == []  # alpha/0 free, gamma still offline: no part starts
     assert placed(db, named.id) == []
     db.execute(text("UPDATE nodes SET last_seen_at = now() WHERE name = 'gamma'"))
     db.commit()
-    assert schedule_queue(ctx) == [named.id]
+    assert schedule_queue(scheduler) == [named.id]
     assert placed(db, named.id) == [(0, "alpha", 0), (1, "gamma", 0)]
 
 
 def test_a_job_across_nodes_can_be_held_and_depend_on_another(
-    ctx: Context, db: Session, nodes: None
+    scheduler: Context, db: Session, nodes: None
 ) -> None:
     first = submit(db, devices=on(("gamma", 0)))
     held = submit(db, devices=on(("alpha", 0), ("beta", 0)), hold=True)
     after = submit(db, count=2, devices_per_node=1, depends_on=[first.id])
-    waits = infos(ctx, db)
+    waits = infos(scheduler, db)
     assert waits[held.id][0] == "held" and waits[after.id][0] == "dependency"
-    assert schedule_queue(ctx) == []
+    assert schedule_queue(scheduler) == []
     queue_actions.set_held(db, held.id, False)
     db.commit()
-    assert schedule_queue(ctx) == [held.id]
+    assert schedule_queue(scheduler) == [held.id]
     # The dependency ends successfully: the dependent job starts at the next pass.
     db.execute(text("UPDATE jobs SET status = 'succeeded' WHERE id = :j"), {"j": first.id})
     db.commit()
-    assert schedule_queue(ctx) == [after.id]
+    assert schedule_queue(scheduler) == [after.id]
     assert len({n for _, n, _ in placed(db, after.id)}) == 2
 
 
 def test_a_count_over_nodes_preempts_a_lower_preemptible_job_then_starts_on_its_devices(
-    ctx: Context, db: Session, nodes: None
+    scheduler: Context, db: Session, nodes: None
 ) -> None:
     """A plain count on a lab of several nodes (what the dashboard's count sends) is a spread
     over nodes: it stops a running preemptible job of lower priority when that lets it start,
@@ -172,14 +159,14 @@ def test_a_count_over_nodes_preempts_a_lower_preemptible_job_then_starts_on_its_
     db.commit()
     submit(db, devices=on(("alpha", 0), ("alpha", 1), ("beta", 0), ("beta", 1)))  # not marked
     job = submit(db, count=4)
-    assert schedule_queue(ctx) == []
+    assert schedule_queue(scheduler) == []
     db.expire_all()
     stopping = db.get(Job, low.id)
     assert stopping is not None and stopping.preempted_by_job_id == job.id
     assert stopping.preempt_requested_at is not None
-    assert infos(ctx, db)[job.id][0] == "preempting"
+    assert infos(scheduler, db)[job.id][0] == "preempting"
     assert runs.requeue_job(db, low.id) is not None  # its worker stopped it
     db.commit()
-    assert schedule_queue(ctx) == [job.id]
+    assert schedule_queue(scheduler) == [job.id]
     assert [n for _, n, _ in placed(db, job.id)] == ["gamma"] * 4
-    assert infos(ctx, db)[low.id][0] == "devices_busy"  # it waits to resume
+    assert infos(scheduler, db)[low.id][0] == "devices_busy"  # it waits to resume

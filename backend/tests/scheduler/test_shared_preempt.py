@@ -5,33 +5,18 @@ once both have released it (each stopped as any victim: its segment "preempted b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-import redis
 from harness import TEST_NODE, register_devices
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from gpudeck.core.config import Settings
 from gpudeck.models import Job
 from gpudeck.scheduler.duties import Context, schedule_queue
-from gpudeck.scheduler.service import Scheduler
 from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services.runs import lifecycle as runs
 from gpudeck.services.submit import submission
 from gpudeck.services.submit.checks import Submitter
 
 GiB = 1024**3
-
-
-@pytest.fixture
-def ctx(settings: Settings, redis_client: redis.Redis) -> Iterator[Context]:
-    engine: Engine = create_engine(settings.sqlalchemy_url, pool_size=2)
-    try:
-        yield Scheduler(settings, engine, redis_client).ctx
-    finally:
-        engine.dispose()
 
 
 def _running_share(db: Session, index: int, *, preemptible: bool) -> Job:
@@ -74,7 +59,7 @@ def _stopping(db: Session) -> dict[int, int | None]:
 
 
 def test_an_exclusive_job_preempts_both_sharing_jobs_of_a_device_and_starts_once_released(
-    ctx: Context, db: Session
+    scheduler: Context, db: Session
 ) -> None:
     register_devices(db, "2x80GiB")
     db.execute(text("UPDATE nodes SET share_memory = true"))
@@ -90,16 +75,16 @@ def test_an_exclusive_job_preempts_both_sharing_jobs_of_a_device_and_starts_once
     db.commit()
     assert _live(db).get(urgent.id) is None  # every device is shared: it waits
 
-    assert schedule_queue(ctx) == []
+    assert schedule_queue(scheduler) == []
     assert _stopping(db) == {first.id: urgent.id, second.id: urgent.id}  # not kept, not beside
     assert runs.requeue_job(db, first.id) is not None  # its worker stopped it
     db.commit()
-    assert schedule_queue(ctx) == []  # the other still holds device 0: nothing starts there
+    assert schedule_queue(scheduler) == []  # the other still holds device 0: nothing starts there
     assert urgent.id not in _live(db) and second.id in _live(db)
     assert runs.requeue_job(db, second.id) is not None
     db.commit()
 
-    assert schedule_queue(ctx) == [urgent.id]
+    assert schedule_queue(scheduler) == [urgent.id]
     held = _live(db)
     assert held[urgent.id] == [0] and held[kept.id] == [1] and held[beside.id] == [1]
     assert first.id not in held and second.id not in held  # they wait to resume
