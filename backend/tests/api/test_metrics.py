@@ -19,6 +19,7 @@ from gpudeck.services.cluster.sampler_store import DatabaseSamplerStore
 from gpudeck.services.submit import submission
 from gpudeck.telemetry import stream
 from gpudeck.telemetry.nvml import NvmlProvider
+from gpudeck.telemetry.provider import Provider
 from gpudeck.telemetry.sampler import Sampler
 from gpudeck.telemetry.simulated import SimulatedProvider
 
@@ -43,6 +44,18 @@ def scrape(client: TestClient) -> dict[str, list[Sample]]:
     return {f.name: f.samples for f in text_string_to_metric_families(response.text)}
 
 
+def node_sampler(
+    provider: Provider, redis_client: redis.Redis, session_factory: sessionmaker[Session]
+) -> Sampler:
+    """The sampler of the test node, storing into this test's database and Redis."""
+    return Sampler(
+        provider,
+        node=TEST_NODE,
+        redis_client=redis_client,
+        store=DatabaseSamplerStore(session_factory),
+    )
+
+
 def one(samples: list[Sample], **labels: str) -> float:
     (match,) = [s for s in samples if labels.items() <= s.labels.items()]
     return float(match.value)
@@ -60,12 +73,7 @@ def test_simulated_devices_under_dcgm_names_and_jobs_attributed(
     db.commit()
     make_job(db, devices=[5])  # queued
     provider = SimulatedProvider(SimulatedDeviceSpec.parse("8x80GiB"), TEST_NODE)
-    Sampler(
-        provider,
-        node=TEST_NODE,
-        redis_client=redis_client,
-        store=DatabaseSamplerStore(session_factory),
-    ).tick()
+    node_sampler(provider, redis_client, session_factory).tick()
 
     m = scrape(client)
     assert set(m) >= DCGM
@@ -120,12 +128,7 @@ def test_nvml_processes_are_attributed_to_their_jobs(
             FakeGpu(uuid="GPU-1", compute=[(external, 2 * GIB)]),
         ]
     )
-    sampler = Sampler(
-        NvmlProvider(),
-        node=TEST_NODE,
-        redis_client=redis_client,
-        store=DatabaseSamplerStore(session_factory),
-    )
+    sampler = node_sampler(NvmlProvider(), redis_client, session_factory)
     sampler.tick()  # registers the devices
     job = make_job(db, devices=[0], status=JobStatus.running)
     stream.register_rank_pid(redis_client, TEST_NODE, rank_pid, job.id, 0)
@@ -163,12 +166,7 @@ def test_a_shared_device_credits_each_job_its_own_processes_and_no_job_its_utili
             ),
         ]
     )
-    sampler = Sampler(
-        NvmlProvider(),
-        node=TEST_NODE,
-        redis_client=redis_client,
-        store=DatabaseSamplerStore(session_factory),
-    )
+    sampler = node_sampler(NvmlProvider(), redis_client, session_factory)
     sampler.tick()  # registers the device
     db.execute(text("UPDATE nodes SET share_memory = true WHERE name = :n"), {"n": TEST_NODE})
     db.commit()
