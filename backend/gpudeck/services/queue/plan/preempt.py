@@ -141,12 +141,26 @@ def find_preemption(
         job.priority,
         bool(protected),
     )
+
+    def search() -> tuple[list[Holding], list[Dev]]:
+        if spread:
+            return spread_victims_for(state, job, protected)
+        return victims_for(state, job, devs, protected), devs
+
+    return remembered_refusal(state, refused, devs, search)
+
+
+def remembered_refusal(
+    state: DeviceState,
+    refused: tuple[object, ...],
+    devs: list[Dev],
+    search: Callable[[], tuple[list[Holding], list[Dev]]],
+) -> tuple[list[Holding], list[Dev]]:
+    """`search` for victims unless the pass already found none for the same `refused` key,
+    and remember it when it finds none (the caller's key says what the answer depends on)."""
     if refused in state.reasons:
         return [], devs
-    if spread:
-        victims, devs = spread_victims_for(state, job, protected)
-    else:
-        victims = victims_for(state, job, devs, protected)
+    victims, devs = search()
     if not victims:
         state.reasons[refused] = ""
     return victims, devs

@@ -22,7 +22,7 @@ from collections.abc import Set
 from dataclasses import dataclass
 
 from gpudeck.services.queue.plan.model import Dev, Holding, Key, Waiting, fits
-from gpudeck.services.queue.plan.preempt import fewest, victim
+from gpudeck.services.queue.plan.preempt import fewest, remembered_refusal, victim
 from gpudeck.services.queue.plan.state import DeviceState
 
 Cost = tuple[int, int, bool, float]
@@ -155,12 +155,9 @@ def find_share_preemption(
         job.priority,
         bool(protected),
     )
-    if refused in state.reasons:
-        return [], devs
-    victims, devs = share_victims_for(state, job, devs, protected)
-    if not victims:
-        state.reasons[refused] = ""
-    return victims, devs
+    return remembered_refusal(
+        state, refused, devs, lambda: share_victims_for(state, job, devs, protected)
+    )
 
 
 def claim_share(
