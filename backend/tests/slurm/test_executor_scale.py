@@ -52,9 +52,7 @@ def held_arrays(slurm: SlurmClient, spec_for: Callable[..., BatchSpec]) -> Itera
                                                                           max_parallel=8))))
         for _ in range(ARRAYS)
     ]  # fmt: skip
-    yield ids
-    for array_id in ids:
-        slurm.cancel(array_id)
+    yield ids  # scancelled after the test, as every job it leaves (tests/slurm/conftest.py)
 
 
 def track(db: Session, cluster_id: int, array_ids: list[str]) -> None:
