@@ -1,6 +1,8 @@
 """`gpudeck clusters add slurm ...`, `gpudeck clusters list`, `gpudeck clusters remove`: the
 Slurm clusters jobs may run on (admins add and remove them; anyone lists them), through the API
-(/api/clusters), as the dashboard's Clusters page shows them."""
+(/api/clusters), as the dashboard's Clusters page shows them; `gpudeck clusters types`: which
+GPU types of a partition a memory estimate fits, and the one a submit asks Slurm for, as the
+new-job form shows them."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from gpudeck.cli.http import (
     console,
     default_url,
     err_console,
+    gib,
     request,
     table,
 )
@@ -120,6 +123,58 @@ def _nodes_table(state: dict[str, Any]) -> Any:
     return nodes
 
 
+@clusters_app.command("types")
+def types(
+    name: Annotated[str, typer.Argument(help="the cluster")],
+    partition: Annotated[
+        str | None,
+        typer.Option("--partition", "-p", help="one of the cluster's; default: its first"),
+    ] = None,
+    estimate: Annotated[
+        str | None,
+        typer.Option(
+            "--estimate",
+            help="the job's memory per device (30GiB; `gpudeck estimate` says it): which "
+            "types fit it, and the one GPUDeck asks Slurm for",
+        ),
+    ] = None,
+    url: UrlOption = "",
+    as_json: JsonOption = False,
+) -> None:
+    """The partition's GPU (GRES) types: memory, usable memory, count, whether the estimate
+    fits, and the type a submit asks for (or why it would be refused)."""
+    params: dict[str, Any] = {"partition": partition} if partition else {}
+    if estimate is not None:
+        params["estimate_bytes"] = _size(estimate, "--estimate")
+    shown = request("GET", url or default_url(), f"/api/clusters/{name}/gpu-types", params=params)
+    if as_json:
+        print(json.dumps(shown, indent=2))
+        return
+    listing = table("type", "memory", "usable", "GPUs", "fits", title=_types_title(shown))
+    for t in shown["types"]:
+        count = "?" if t["count"] is None else str(t["count"])
+        fits = {True: "yes", False: "no", None: "-"}[t["fits"]]
+        listing.add_row(t["type"] or "(untyped)", gib(t["memory_bytes"]), gib(t["usable_bytes"]),
+                        count, fits)  # fmt: skip
+    console.print(listing)
+    if not shown["reachable"]:
+        err_console.print(
+            f"[yellow]Slurm did not answer[/yellow]: {shown['cause']}; the configured types, "
+            "counts unknown"
+        )
+    if shown["refusal"]:
+        err_console.print(f"[red]a submit would be refused[/red]: {shown['refusal']}")
+    else:
+        console.print(f"GPUDeck will request: {shown['gpu_type'] or 'any type'}", highlight=False)
+
+
+def _types_title(shown: dict[str, Any]) -> str:
+    title = f"{shown['cluster']}, partition {shown['partition']}"
+    if shown["estimate_bytes"] is not None:
+        title += f", {gib(shown['estimate_bytes'])} per device"
+    return title
+
+
 @clusters_app.command("remove")
 def remove(name: Annotated[str, typer.Argument(help="the cluster")], url: UrlOption = "") -> None:
     """Disconnect a cluster (admins)."""
@@ -136,8 +191,13 @@ def _gpu_memory(given: list[str]) -> dict[str, int]:
     out = {}
     for item in given:
         kind, _, size = item.partition("=")
-        try:
-            out[kind] = int(read_size(size))  # type: ignore[call-overload]
-        except ValueError as exc:
-            raise typer.BadParameter(f"{item!r}: {exc}", param_hint="--gpu-memory") from None
+        out[kind] = _size(size, "--gpu-memory", item)
     return out
+
+
+def _size(text: str, option: str, item: str | None = None) -> int:
+    """A size option ('80GiB') in bytes; a bad one names the option."""
+    try:
+        return int(read_size(text))  # type: ignore[call-overload]
+    except ValueError as exc:
+        raise typer.BadParameter(f"{item or text!r}: {exc}", param_hint=option) from None

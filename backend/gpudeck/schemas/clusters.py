@@ -129,3 +129,42 @@ class ClusterState(BaseModel):
     cause: str | None = Field(description="why the cluster could not be read; null when reachable")
     nodes: list[ClusterNodePublic]
     read_in_s: float
+
+
+class GpuTypePublic(BaseModel):
+    """One GRES type of a partition, judged against a job's estimate per device."""
+
+    type: str | None = Field(description="the GRES type; null: GPUs the site gives no type")
+    memory_bytes: int | None = Field(
+        description="as the cluster configures it (gpu_memory); null: not configured"
+    )
+    usable_bytes: int | None = Field(
+        description="what one idle GPU of it gives a job (memory less the safety margin)"
+    )
+    count: int | None = Field(
+        description="GPUs of this type on the partition's nodes; null: Slurm did not answer"
+    )
+    fits: bool | None = Field(
+        description="the estimate fits its usable memory; null: no estimate or memory unknown"
+    )
+
+
+class GpuTypesPublic(BaseModel):
+    """A partition's GRES types and the one a job of `estimate_bytes` per device asks Slurm
+    for: the same rule a submit applies."""
+
+    cluster: str
+    partition: str
+    estimate_bytes: int | None
+    reachable: bool = Field(
+        description="Slurm answered; false: the types are the configured ones, counts unknown"
+    )
+    cause: str | None = Field(description="why Slurm could not be read; null when reachable")
+    types: list[GpuTypePublic]
+    gpu_type: str | None = Field(
+        description="the GRES type GPUDeck asks Slurm for; null: any type (or none fits)"
+    )
+    refusal: str | None = Field(
+        description="why a submit with this estimate is refused (422 on config): no type "
+        "fits; null: it is not"
+    )

@@ -20,9 +20,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.models import AuditEvent, Cluster
+from gpudeck.services.placement.recommend import usable_when_idle
+from gpudeck.services.submit import cluster_target
 from gpudeck.slurm import BatchSpec, SlurmClient, render
 
 API_BOUND_S = 2.0
+GIB = 1024**3
 
 
 def body_for(cluster: SlurmCluster, name: str = "lab", **fields: Any) -> dict[str, Any]:
@@ -174,3 +177,58 @@ def test_a_cluster_that_does_not_answer_reads_unreachable_within_the_bound(
 
     back = client.get("/api/clusters/lab/state").json()
     assert back["reachable"] and len(back["nodes"]) == len(NODES)
+
+
+def test_a_partitions_gpu_types_against_an_estimate_and_the_type_a_submit_asks_for(
+    client: TestClient, slurm_cluster: SlurmCluster, user_headers: dict[str, str]
+) -> None:
+    """The partition's GRES types as Slurm reports them, with the memory the cluster configures
+    (a100 is configured but not in the partition: left out), judged against an estimate; bad
+    input names its field; a silent Slurm leaves the configured types, counts unknown."""
+    memory = {GPU_TYPE: 80 * GIB, "a100": 40 * GIB}
+    added = client.post("/api/clusters", json=body_for(slurm_cluster, gpu_memory=memory))
+    assert added.status_code == 201, added.text
+    cluster_target.FACTS.forget()  # facts another test read of a cluster named lab
+
+    def types(**params: Any) -> Any:
+        return client.get("/api/clusters/lab/gpu-types", params=params, headers=user_headers)
+
+    fitting = types(partition=PARTITION, estimate_bytes=30 * GIB).json()
+    [h100] = fitting["types"]
+    assert h100 == {
+        "type": GPU_TYPE, "memory_bytes": 80 * GIB, "usable_bytes": usable_when_idle(80 * GIB),
+        "count": GPUS_PER_NODE * len(NODES), "fits": True,
+    }  # fmt: skip
+    assert (fitting["reachable"], fitting["gpu_type"], fitting["refusal"]) == (True, None, None)
+    too_big = types(estimate_bytes=90 * GIB).json()  # the cluster's first partition
+    assert too_big["partition"] == PARTITION and too_big["types"][0]["fits"] is False
+    assert too_big["gpu_type"] is None
+    assert too_big["refusal"].startswith("needs 90.00 GiB per device: no GPU type of partition")
+    assert types().json()["types"][0]["fits"] is None  # no estimate: nothing judged
+
+    for params, code, field in [
+        ({"partition": "nosuch"}, 422, "partition"),
+        ({"estimate_bytes": "lots"}, 422, "estimate_bytes"),
+        ({"estimate_bytes": -1}, 422, "estimate_bytes"),
+    ]:
+        refused = types(**params)
+        assert refused.status_code == code and field in refused.text, refused.text
+    gone = client.get("/api/clusters/nosuch/gpu-types", headers=user_headers)
+    assert gone.status_code == 404 and gone.json()["detail"]["field"] == "name"
+
+    cluster_target.FACTS.forget()
+    slurm_cluster.pause_controller()
+    try:
+        started = time.monotonic()
+        silent = types(estimate_bytes=50 * GIB)
+        took_s = time.monotonic() - started
+    finally:
+        slurm_cluster.resume_controller()
+        cluster_target.FACTS.forget()
+    assert silent.status_code == 200 and took_s < API_BOUND_S, (silent.status_code, took_s)
+    shown = silent.json()
+    assert shown["reachable"] is False and "did not answer" in shown["cause"]
+    assert [(t["type"], t["count"], t["fits"]) for t in shown["types"]] == [
+        ("a100", None, False), (GPU_TYPE, None, True),
+    ]  # fmt: skip
+    assert (shown["gpu_type"], shown["refusal"]) == (None, None)  # as a submit then: any type

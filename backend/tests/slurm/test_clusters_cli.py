@@ -12,6 +12,7 @@ from slurm.cluster import GPU_TYPE, GPUS_PER_NODE, NODES, PARTITION, SlurmCluste
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
+from gpudeck.services.submit import cluster_target
 
 
 def test_add_list_and_remove_a_cluster_from_the_cli(
@@ -54,3 +55,42 @@ def test_add_list_and_remove_a_cluster_from_the_cli(
         assert removed.returncode == 0 and "cluster lab removed" in removed.stdout
         assert json.loads(cli("clusters", "list", "--json").stdout) == []
         assert cli("clusters", "remove", "lab").returncode == 1
+
+
+def test_the_gpu_types_an_estimate_fits_from_the_cli(
+    settings: Settings,
+    admin_token: str,
+    session_factory: sessionmaker[Session],
+    slurm_cluster: SlurmCluster,
+    tmp_path: Path,
+) -> None:
+    """`gpudeck clusters types`: the partition's types from Slurm with their configured memory,
+    which an estimate fits, and what a submit asks for or why it would be refused."""
+    user_token = create_token(session_factory, "user", name="bob")
+    cluster_target.FACTS.forget()  # facts another test read of a cluster named lab
+    with live_server(settings) as url:
+        cli = Cli(url, admin_token, tmp_path)
+        added = cli(
+            "clusters", "add", "slurm", "--name", "lab", "--partition", PARTITION,
+            "--shared-dir", str(slurm_cluster.root / "shared"),
+            "--slurm-conf", str(slurm_cluster.conf), "--gpu-memory", f"{GPU_TYPE}=80GiB",
+        )  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        fits = cli("clusters", "types", "lab", "--estimate", "30GiB", token=user_token)
+        assert fits.returncode == 0, fits.stderr
+        [row] = [line for line in fits.stdout.splitlines() if f" {GPU_TYPE} " in line]
+        total = GPUS_PER_NODE * len(NODES)
+        assert "80.0 GiB" in row and f" {total} " in row and " yes " in row, row
+        assert "GPUDeck will request: any type" in fits.stdout
+
+        shown = json.loads(cli("clusters", "types", "lab", "-p", PARTITION, "--estimate",
+                               "90GiB", "--json").stdout)  # fmt: skip
+        assert (shown["partition"], shown["types"][0]["fits"]) == (PARTITION, False)
+        refused = cli("clusters", "types", "lab", "--estimate", "90GiB")
+        assert refused.returncode == 0 and "GPUDeck will request" not in refused.stdout
+        assert "a submit would be refused: needs 90.00 GiB per device" in refused.stderr
+
+        bad = cli("clusters", "types", "lab", "--estimate", "lots")
+        assert bad.returncode == 2 and "--estimate" in bad.stderr, bad.stderr
+        unknown = cli("clusters", "types", "lab", "--partition", "nosuch")
+        assert unknown.returncode == 1 and "partition" in unknown.stderr, unknown.stderr

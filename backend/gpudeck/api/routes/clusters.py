@@ -5,13 +5,21 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Query
 
 from gpudeck.api.deps import AdminUser, CurrentUser, SessionDep
-from gpudeck.schemas.clusters import ClusterCreate, ClusterCreated, ClusterPublic, ClusterState
+from gpudeck.schemas.clusters import (
+    ClusterCreate,
+    ClusterCreated,
+    ClusterPublic,
+    ClusterState,
+    GpuTypesPublic,
+    SlurmName,
+)
 from gpudeck.schemas.common import ErrorResponse
 from gpudeck.services.accounts import audit
 from gpudeck.services.executors import clusters
+from gpudeck.services.submit import gpu_types
 
 router = APIRouter(prefix="/api/clusters", tags=["clusters"])
 Name = Annotated[str, Path(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$", description="the cluster")]
@@ -57,6 +65,27 @@ def cluster_state(name: Name, _: CurrentUser, session: SessionDep) -> ClusterSta
     jobs = clusters.jobs_by_node(session, cluster)
     session.close()  # no connection held while Slurm is asked
     return clusters.read_state(cluster, jobs=jobs)
+
+
+@router.get("/{name}/gpu-types", responses=_ERRORS)
+def cluster_gpu_types(
+    name: Name,
+    _: CurrentUser,
+    session: SessionDep,
+    partition: Annotated[
+        SlurmName | None, Query(description="one of the cluster's; default: its first")
+    ] = None,
+    estimate_bytes: Annotated[
+        int | None, Query(ge=0, le=2**50, description="the job's memory estimate per device")
+    ] = None,
+) -> GpuTypesPublic:
+    """The partition's GRES types (memory, usable memory, count) against an estimate, and the
+    type a submit of it asks Slurm for, by the submit's own rule; `refusal` says why a submit
+    would be a 422 when no type fits. Answers within 2 s whatever Slurm does: when it does not
+    answer, the configured types with `reachable: false` and the cause."""
+    cluster = clusters.get_cluster(session, name)
+    session.close()  # no connection held while Slurm is asked
+    return gpu_types.gpu_types(cluster, partition, estimate_bytes)
 
 
 @router.delete("/{name}", responses=_ERRORS)

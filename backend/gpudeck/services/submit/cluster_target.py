@@ -7,12 +7,17 @@ or keep pending forever. Takes a Session, never commits.
 The cluster's facts (partitions, nodes and their GPUs) are read with one bounded command each
 and kept for FACTS_TTL_S: a sweep's thousand members, or a burst of submits, ask Slurm once.
 When Slurm does not answer, the checks that need it are skipped (sbatch refuses later, and the
-job fails with Slurm's own words): a submit never waits on a silent cluster."""
+job fails with Slurm's own words): a submit never waits on a silent cluster.
+
+The GRES type a job asks for is decided by one function, choose_gpu_type, which the submit and
+the form's view of a partition's types (gpu_types.py) both call over the same facts."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,36 +46,95 @@ class ClusterFacts:
     nodes: list[NodeInfo]
 
 
+@dataclass(frozen=True)
+class FactsRead:
+    facts: ClusterFacts | None  # None: Slurm did not answer
+    cause: str | None  # why not
+
+
 @dataclass
 class _FactsCache:
     lock: threading.Lock = field(default_factory=threading.Lock)
-    read: dict[str, tuple[float, ClusterFacts | None]] = field(default_factory=dict)
+    kept: dict[str, tuple[float, FactsRead]] = field(default_factory=dict)
 
     def get(self, cluster: Cluster, client_for: ClientFor) -> ClusterFacts | None:
+        return self.read(cluster, client_for).facts
+
+    def read(self, cluster: Cluster, client_for: ClientFor) -> FactsRead:
+        """The cluster's facts, read at most once per FACTS_TTL_S, with why they are missing."""
         with self.lock:
-            kept = self.read.get(cluster.name)
+            kept = self.kept.get(cluster.name)
             if kept is not None and time.monotonic() - kept[0] < FACTS_TTL_S:
                 return kept[1]
-        facts = _read_facts(cluster, client_for)
+        read = _read_facts(cluster, client_for)
         with self.lock:
-            self.read[cluster.name] = (time.monotonic(), facts)
-        return facts
+            self.kept[cluster.name] = (time.monotonic(), read)
+        return read
 
     def forget(self) -> None:
         with self.lock:
-            self.read.clear()
+            self.kept.clear()
 
 
 FACTS = _FactsCache()
 
 
-def _read_facts(cluster: Cluster, client_for: ClientFor) -> ClusterFacts | None:
+def _read_facts(cluster: Cluster, client_for: ClientFor) -> FactsRead:
     client = client_for(cluster, READ_TIMEOUT_S)
     try:
         partitions = {p.name: p for p in client.partitions()}
-        return ClusterFacts(partitions, client.nodes())
-    except SlurmError:
-        return None
+        return FactsRead(ClusterFacts(partitions, client.nodes()), None)
+    except SlurmError as exc:
+        return FactsRead(None, str(exc))
+
+
+def partition_gpus(facts: ClusterFacts, partition: str) -> Counter[str | None]:
+    """The partition's GPUs by GRES type (None: GPUs the site gives no type), over its nodes."""
+    gpus: Counter[str | None] = Counter()
+    for node in facts.nodes:
+        if partition in node.partitions:
+            for gres in node.gpus:
+                gpus[gres.type] += gres.count
+    return gpus
+
+
+def partition_types(
+    facts: ClusterFacts, partition: str, memory: Mapping[str, int]
+) -> dict[str, int]:
+    """The partition's GRES types whose memory the cluster configures -> bytes."""
+    present = partition_gpus(facts, partition)
+    return {t: m for t, m in memory.items() if t in present}
+
+
+def fits(memory_bytes: int, estimate: int) -> bool:
+    """A GPU of this memory holds a job of this estimate per device, when idle."""
+    return usable_when_idle(memory_bytes) >= estimate
+
+
+@dataclass(frozen=True)
+class TypeChoice:
+    gpu_type: str | None  # the GRES type to ask Slurm for; None: any will do
+    refusal: str | None  # why no type fits (a submit's 422 on `config`); None: one does
+
+
+def choose_gpu_type(partition: str, types: Mapping[str, int], estimate: int | None) -> TypeChoice:
+    """The one rule for the GRES type a job asks for: any (None) when no estimate, the types'
+    memory unknown, or every type fits; the smallest that fits when some do not (the big ones
+    stay for the jobs that need them); none, with why, when no type fits."""
+    if estimate is None or not types:
+        return TypeChoice(None, None)
+    fitting = {t: m for t, m in types.items() if fits(m, estimate)}
+    if len(fitting) == len(types):
+        return TypeChoice(None, None)
+    if not fitting:
+        known = ", ".join(
+            f"{t} ({m / GIB:.0f} GiB, {usable_when_idle(m) / GIB:.1f} usable)"
+            for t, m in sorted(types.items())
+        )
+        why = (f"needs {estimate / GIB:.2f} GiB per device: no GPU type of partition "
+               f"{partition} fits it ({known})")  # fmt: skip
+        return TypeChoice(None, why)
+    return TypeChoice(min(fitting, key=lambda t: (fitting[t], t)), None)
 
 
 @dataclass(frozen=True)
@@ -104,27 +168,13 @@ class ClusterTarget:
         return self.cluster.name
 
     def gpu_type_for(self, estimate: int | None, *, refuse: bool = False) -> str | None:
-        """The GRES type to ask Slurm for: None when any type will do (no estimate, types'
-        memory unknown, or every type fits); the smallest that fits when some
-        do not (the big ones stay for the jobs that need them); a 422 when none fits and
-        `refuse`."""
-        if estimate is None or not self.gpu_types:
-            return None
-        fits = {t: m for t, m in self.gpu_types.items() if usable_when_idle(m) >= estimate}
-        if len(fits) == len(self.gpu_types):
-            return None
-        if not fits and not refuse:
-            return None  # forced: Slurm may place it anywhere
-        if not fits:
-            known = ", ".join(
-                f"{t} ({m / GIB:.0f} GiB, {usable_when_idle(m) / GIB:.1f} usable)"
-                for t, m in sorted(self.gpu_types.items())
-            )
-            raise InvalidInput(
-                [("config", f"needs {estimate / GIB:.2f} GiB per device: no GPU type of "
-                  f"partition {self.partition} fits it ({known})")]
-            )  # fmt: skip
-        return min(fits, key=lambda t: (fits[t], t))  # the smallest that fits: leave the big
+        """The GRES type to ask Slurm for (choose_gpu_type); None when any will do, or when
+        none fits and the job is forced (Slurm may place it anywhere); a 422 when none fits
+        and `refuse`."""
+        choice = choose_gpu_type(self.partition, self.gpu_types, estimate)
+        if choice.refusal is not None and refuse:
+            raise InvalidInput([("config", choice.refusal)])
+        return choice.gpu_type
 
     def job_columns(self, estimate: int | None) -> dict[str, Any]:
         view: dict[str, Any] = {
@@ -157,29 +207,40 @@ def resolve(
         cluster = get_cluster(session, spec.cluster)
     except ClusterNotFound:  # it names `name`: a submit names `cluster`
         raise InvalidInput([("cluster", f"no cluster {spec.cluster!r}")]) from None
-    partition = spec.partition or cluster.partitions[0]
-    if partition not in cluster.partitions:
-        raise InvalidInput(
-            [("partition", f"{partition!r} is not one of cluster {cluster.name}'s partitions "
-              f"({', '.join(cluster.partitions)})")]
-        )  # fmt: skip
+    partition = partition_of(cluster, spec.partition)
     count = int(spec.count or 0)
     nodes = spec.nodes or (count // spec.devices_per_node if spec.devices_per_node else 1)
     facts = FACTS.get(cluster, client_for)
     max_time_s, types = None, {}
     if facts is not None:
         max_time_s = _check_partition(facts, partition, nodes, count // nodes)
-        present = {g.type for n in facts.nodes if partition in n.partitions for g in n.gpus}
-        types = {t: m for t, m in (cluster.gpu_memory or {}).items() if t in present}
+        types = partition_types(facts, partition, cluster.gpu_memory or {})
     return ClusterTarget(cluster, partition, nodes, max_time_s, types)
 
 
-def _check_partition(facts: ClusterFacts, partition: str, nodes: int, per_node: int) -> int | None:
+def partition_of(cluster: Cluster, asked: str | None) -> str:
+    """The partition asked for (default: the cluster's first), once it is one of the cluster's."""
+    partition = asked or cluster.partitions[0]
+    if partition not in cluster.partitions:
+        raise InvalidInput(
+            [("partition", f"{partition!r} is not one of cluster {cluster.name}'s partitions "
+              f"({', '.join(cluster.partitions)})")]
+        )  # fmt: skip
+    return partition
+
+
+def known_partition(facts: ClusterFacts, partition: str) -> PartitionInfo:
+    """Slurm's partition, or a 422 naming `partition` and what Slurm has."""
     info = facts.partitions.get(partition)
     if info is None:
         known = ", ".join(sorted(facts.partitions)) or "none"
         why = f"Slurm has no partition {partition!r} (it has {known})"
         raise InvalidInput([("partition", why)])
+    return info
+
+
+def _check_partition(facts: ClusterFacts, partition: str, nodes: int, per_node: int) -> int | None:
+    info = known_partition(facts, partition)
     gpus = [sum(g.count for g in n.gpus) for n in facts.nodes if partition in n.partitions]
     most = max(gpus, default=0)
     if per_node > most:
