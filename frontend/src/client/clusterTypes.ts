@@ -13,3 +13,6 @@ export type ClusterNode = Schemas["ClusterNodePublic"];
 export type GpuGres = Schemas["GpuGresPublic"];
 /** A job on a Slurm cluster as the executor's last poll read it (JobPublic.slurm). */
 export type SlurmView = Schemas["SlurmView"];
+/** A partition's GRES types against an estimate, and the type a submit asks Slurm for. */
+export type GpuTypes = Schemas["GpuTypesPublic"];
+export type GpuType = Schemas["GpuTypePublic"];

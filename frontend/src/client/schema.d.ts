@@ -165,6 +165,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/clusters/{name}/gpu-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Cluster Gpu Types
+         * @description The partition's GRES types (memory, usable memory, count) against an estimate, and the
+         *     type a submit of it asks Slurm for, by the submit's own rule; `refusal` says why a submit
+         *     would be a 422 when no type fits. Answers within 2 s whatever Slurm does: when it does not
+         *     answer, the configured types with `reachable: false` and the cause.
+         */
+        get: operations["cluster_gpu_types_api_clusters__name__gpu_types_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/clusters/{name}/state": {
         parameters: {
             query?: never;
@@ -1757,6 +1780,72 @@ export interface components {
             utilization_memory_pct?: number | null;
             /** Uuid */
             uuid: string;
+        };
+        /**
+         * GpuTypePublic
+         * @description One GRES type of a partition, judged against a job's estimate per device.
+         */
+        GpuTypePublic: {
+            /**
+             * Count
+             * @description GPUs of this type on the partition's nodes; null: Slurm did not answer
+             */
+            count: number | null;
+            /**
+             * Fits
+             * @description the estimate fits its usable memory; null: no estimate or memory unknown
+             */
+            fits: boolean | null;
+            /**
+             * Memory Bytes
+             * @description as the cluster configures it (gpu_memory); null: not configured
+             */
+            memory_bytes: number | null;
+            /**
+             * Type
+             * @description the GRES type; null: GPUs the site gives no type
+             */
+            type: string | null;
+            /**
+             * Usable Bytes
+             * @description what one idle GPU of it gives a job (memory less the safety margin)
+             */
+            usable_bytes: number | null;
+        };
+        /**
+         * GpuTypesPublic
+         * @description A partition's GRES types and the one a job of `estimate_bytes` per device asks Slurm
+         *     for: the same rule a submit applies.
+         */
+        GpuTypesPublic: {
+            /**
+             * Cause
+             * @description why Slurm could not be read; null when reachable
+             */
+            cause: string | null;
+            /** Cluster */
+            cluster: string;
+            /** Estimate Bytes */
+            estimate_bytes: number | null;
+            /**
+             * Gpu Type
+             * @description the GRES type GPUDeck asks Slurm for; null: any type (or none fits)
+             */
+            gpu_type: string | null;
+            /** Partition */
+            partition: string;
+            /**
+             * Reachable
+             * @description Slurm answered; false: the types are the configured ones, counts unknown
+             */
+            reachable: boolean;
+            /**
+             * Refusal
+             * @description why a submit with this estimate is refused (422 on config): no type fits; null: it is not
+             */
+            refusal: string | null;
+            /** Types */
+            types: components["schemas"]["GpuTypePublic"][];
         };
         /** HTTPValidationError */
         HTTPValidationError: {
@@ -3626,6 +3715,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ClusterPublic"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    cluster_gpu_types_api_clusters__name__gpu_types_get: {
+        parameters: {
+            query?: {
+                /** @description one of the cluster's; default: its first */
+                partition?: string | null;
+                /** @description the job's memory estimate per device */
+                estimate_bytes?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description the cluster */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GpuTypesPublic"];
                 };
             };
             /** @description Forbidden */

@@ -7,6 +7,7 @@ import type { User } from "../client/types";
 export const clusterKeys = {
   all: ["clusters"] as const,
   state: (name: string) => ["clusters", name, "state"] as const,
+  gpuTypes: (name: string, partition: string, estimate: number | null) => ["clusters", name, "gpu-types", partition, estimate] as const,
 };
 
 export function useClusters() {
@@ -18,6 +19,26 @@ export function useClusterState(name: string, { enabled = true }: { enabled?: bo
   return useQuery({
     queryKey: clusterKeys.state(name),
     queryFn: () => unwrap(api.GET("/api/clusters/{name}/state", { params: { path: { name } } })),
+    refetchInterval: 10000,
+    enabled,
+  });
+}
+
+/**
+ * The partition's GPU types against the estimate per device (null: none yet), and the type a
+ * submit asks Slurm for, by the submit's own rule; re-read with the cluster's state.
+ */
+export function useGpuTypes(name: string, partition: string, estimateBytes: number | null, { enabled = true }: { enabled?: boolean } = {}) {
+  return useQuery({
+    queryKey: clusterKeys.gpuTypes(name, partition, estimateBytes),
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/clusters/{name}/gpu-types", {
+          params: { path: { name }, query: { partition, ...(estimateBytes !== null ? { estimate_bytes: estimateBytes } : {}) } },
+        }),
+      ),
+    // a new estimate keeps the partition's last table up until its own answer comes
+    placeholderData: (previous) => (previous?.cluster === name && previous.partition === partition ? previous : undefined),
     refetchInterval: 10000,
     enabled,
   });

@@ -15,6 +15,7 @@ import { SweepSection } from "../components/newJob/SweepSection";
 import { WhereChoice } from "../components/newJob/WhereChoice";
 import { useKind, useKinds, useNodes } from "../hooks/queries";
 import { useClusterChoice } from "../hooks/useClusterChoice";
+import { useGpuTypes } from "../hooks/useClusters";
 import { useDeviceChoice } from "../hooks/useDeviceChoice";
 import { useJobFormValues } from "../hooks/useJobFormValues";
 import { useJobSubmission } from "../hooks/useJobSubmission";
@@ -91,6 +92,14 @@ export function NewJob() {
     strategy,
     refreshKey: submission.refreshKey,
   });
+
+  // the partition's GPU types against the estimate, and the one a submit asks Slurm for
+  const gpuTypes = useGpuTypes(
+    onCluster?.cluster ?? "",
+    onCluster?.partition ?? "",
+    estimatesMemory && placement.bytesPerDevice ? placement.bytesPerDevice : null,
+    { enabled: onCluster !== null },
+  );
 
   // sharing a device by memory: what the job would reserve, and whether it could start now
   const [share, setShare] = useState(false);
@@ -227,6 +236,7 @@ export function NewJob() {
                 submission.clearError("nodes");
               }}
               state={where.state}
+              gpuTypes={gpuTypes}
               errors={clusterErrors}
             />
           ) : (

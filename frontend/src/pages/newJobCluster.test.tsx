@@ -102,6 +102,36 @@ describe("NewJob on a Slurm cluster", () => {
     expect(screen.getByTestId("estimate-bytes")).toBeInTheDocument();
   });
 
+  it("asks which of the partition's GPU types fit the live estimate, and says the one GPUDeck will request", async () => {
+    const asked: URLSearchParams[] = [];
+    setup({
+      "GET /api/clusters/lab/gpu-types": (request) => {
+        const query = new URL(request.url).searchParams;
+        asked.push(query);
+        const estimate = Number(query.get("estimate_bytes"));
+        const type = { type: "h100", memory_bytes: 80 * 1024 ** 3, usable_bytes: 76 * 1024 ** 3, count: 4, fits: true };
+        return json({
+          cluster: "lab",
+          partition: query.get("partition"),
+          estimate_bytes: estimate,
+          reachable: true,
+          cause: null,
+          types: [type],
+          gpu_type: null,
+          refusal: null,
+        });
+      },
+    });
+    const picker = await chooseLab();
+    const row = await within(picker).findByTestId("gpu-type");
+    expect(row).toHaveTextContent("h100");
+    expect(within(picker).getByTestId("gpu-type-request")).toHaveTextContent("GPUDeck will request: any type · every type fits");
+    // the estimate the form shows, per device, for the chosen partition
+    await waitFor(() => expect(asked.some((q) => q.get("estimate_bytes") === String(1024 ** 3))).toBe(true));
+    await userEvent.selectOptions(within(picker).getByLabelText("partition"), "gpu-long");
+    await waitFor(() => expect(asked.at(-1)?.get("partition")).toBe("gpu-long"));
+  });
+
   it("submits the cluster, partition, count and nodes, never devices", async () => {
     const api = setup();
     const picker = await chooseLab();

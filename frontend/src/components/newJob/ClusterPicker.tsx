@@ -1,6 +1,7 @@
 import type { UseQueryResult } from "@tanstack/react-query";
-import type { Cluster, ClusterState } from "../../client/clusterTypes";
+import type { Cluster, ClusterState, GpuTypes } from "../../client/clusterTypes";
 import { partitionSummary } from "../../lib/clusterPlacement";
+import { GpuTypeTable } from "./GpuTypeTable";
 
 interface Props {
   cluster: Cluster;
@@ -13,6 +14,8 @@ interface Props {
   onNodes: (nodes: number | null) => void;
   /** the cluster's nodes now (GET /api/clusters/{name}/state) */
   state: UseQueryResult<ClusterState>;
+  /** the partition's GPU types against the estimate (GET /api/clusters/{name}/gpu-types) */
+  gpuTypes: UseQueryResult<GpuTypes>;
   /** by field (count, nodes, partition): the form's own reading, or the API's 422 */
   errors: Record<string, string>;
 }
@@ -47,9 +50,9 @@ function FieldError({ field, errors }: { field: string; errors: Record<string, s
 /**
  * The GPUs of a job on a Slurm cluster: how many, over how many nodes, in which partition.
  * Slurm picks the nodes and GPUs; the card says what the cluster has, so the count can be chosen
- * to fit.
+ * to fit, and which GPU types the memory estimate fits (the one GPUDeck will ask for).
  */
-export function ClusterPicker({ cluster, partition, onPartition, count, onCount, nodes, onNodes, state, errors }: Props) {
+export function ClusterPicker({ cluster, partition, onPartition, count, onCount, nodes, onNodes, state, gpuTypes, errors }: Props) {
   return (
     <section className="card" data-testid="cluster-picker" aria-label={`GPUs on cluster ${cluster.name}`}>
       <div className="section-head">
@@ -101,6 +104,7 @@ export function ClusterPicker({ cluster, partition, onPartition, count, onCount,
         Slurm chooses the nodes and GPUs on cluster {cluster.name} when the job starts; GPUDeck follows it there.
       </p>
       <ClusterFacts state={state} partition={partition} />
+      <GpuTypeTable types={gpuTypes} />
     </section>
   );
 }
