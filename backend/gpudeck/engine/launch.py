@@ -73,10 +73,14 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def threads_per_rank(world_size: int, cpus: int | None = None) -> int:
-    """Split this machine's cores across the ranks so gloo ranks do not oversubscribe them."""
+def threads_per_rank(world_size: int, cpus: int | None = None, node_devices: int = 0) -> int:
+    """Each rank's share of this machine's cores: one device's share when the node's device
+    count is known (the jobs on its other devices get theirs: a 1-rank job on one of 8
+    simulated devices taking every core as threads made each of 8 such jobs spin against the
+    others), else the cores split across the job's own ranks, so gloo ranks never
+    oversubscribe them."""
     available = cpus or len(os.sched_getaffinity(0))
-    return max(1, available // max(1, world_size))
+    return max(1, available // max(1, world_size, node_devices))
 
 
 @dataclass

@@ -35,7 +35,7 @@ from gpudeck.engine.checkpoint_tmp import remove_partial
 from gpudeck.engine.command import CommandGroup
 from gpudeck.engine.contract import DeviceType, EventsTarget, JobLaunch
 from gpudeck.engine.kinds import resumes_from_checkpoint
-from gpudeck.engine.launch import Launcher, RankGroup, free_port
+from gpudeck.engine.launch import Launcher, RankGroup, free_port, threads_per_rank
 from gpudeck.models import JobStatus
 from gpudeck.services.jobs import checkpoints
 from gpudeck.services.jobs.events import job_stream
@@ -330,11 +330,18 @@ class JobRunner:
             socket_ifname=socket_ifname(self.settings.node_address) if plan.nnodes > 1 else None,
             reserved_bytes_per_device=plan.reserved_bytes_per_device,
             context_reserve_bytes=plan.context_reserve_bytes,
-            # A sharing job's rank has neighbours on its device: one thread each, not the node's
-            # cores split among its own ranks only (8 tiny SAE members on 2 cores with 2 threads
-            # each: 1.0 s a step, against 0.06 s with 1 thread).
-            num_threads=1 if plan.reserved_bytes_per_device is not None else None,
+            num_threads=self._threads(plan),
         )
+
+    @staticmethod
+    def _threads(plan: LaunchPlan) -> int:
+        """A rank's CPU threads. A sharing job's rank has neighbours on its own device: one
+        each (8 tiny SAE members on 2 cores with 2 threads each: 1.0 s a step, against 0.06 s
+        with 1 thread). Any other: one device's share of the node's cores, as the jobs on the
+        other devices get theirs."""
+        if plan.reserved_bytes_per_device is not None:
+            return 1
+        return threads_per_rank(plan.world_size, node_devices=plan.node_devices)
 
     def _resume_checkpoint(self, plan: LaunchPlan) -> Path | None:
         """The checkpoint the ranks start from: a job that ran before (it was preempted)

@@ -26,6 +26,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from gpudeck.core.config import Settings
+from gpudeck.engine.launch import threads_per_rank
 from gpudeck.services.placement.recommend import usable_when_idle
 
 GiB = 1024**3
@@ -79,7 +80,7 @@ def eight_slot_worker(
 
 def submit_sweep(api: TestClient, share: str) -> list[int]:
     # Whole devices: the pass starts two at once whatever their length; shorter runs keep the
-    # four rounds brief (a member alone gets the node's 2 cores as threads, slow on a busy box).
+    # four rounds brief.
     config = MEMBER if share == "memory" else {**MEMBER, "steps": 20}
     body = {
         "name": f"eight small {share}",
@@ -128,5 +129,6 @@ def test_a_sweep_of_eight_small_sae_members_runs_four_a_device_when_it_shares(
         reserved = contract["reserved_bytes_per_device"]
         assert usable_when_idle(80 * GiB) // 5 < reserved <= usable_when_idle(80 * GiB) // 4
         assert contract["context_reserve_bytes"] == CONTEXT_RESERVE and contract["num_threads"] == 1
-    else:
+    else:  # one device's share of the cores: the member on the other device gets the rest
         assert contract["reserved_bytes_per_device"] is None
+        assert contract["num_threads"] == threads_per_rank(1, node_devices=2)

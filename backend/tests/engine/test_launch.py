@@ -65,6 +65,10 @@ def test_the_contract_survives_its_serialisation(tmp_path: Path) -> None:
 def test_threads_split_the_cores() -> None:
     assert threads_per_rank(2, cpus=16) == 8
     assert threads_per_rank(4, cpus=2) == 1
+    # One device's share when the node's devices are known: not every core for one rank.
+    assert threads_per_rank(1, cpus=64, node_devices=8) == 8
+    assert threads_per_rank(4, cpus=16, node_devices=2) == 4  # more ranks than devices here
+    assert threads_per_rank(1, cpus=2, node_devices=8) == 1
 
 
 @pytest.fixture(scope="module")

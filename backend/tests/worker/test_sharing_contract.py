@@ -1,9 +1,12 @@
 """A sharing job's launch contract carries its reservation per device and its context reserve,
 as fixed at submit (the job's row, through claim_job's LaunchPlan), on simulated (CPU) devices
-too; an exclusive job's carries neither. The ranks read them from here (engine/rank.py)."""
+too; an exclusive job's carries neither. The ranks read them from here (engine/rank.py), and
+their thread budget: one thread beside neighbours on a shared device, one device's share of
+the node's cores on whole devices."""
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 from harness import TEST_NODE, make_job, register_devices
@@ -45,6 +48,7 @@ def test_a_sharing_cpu_jobs_contract_carries_its_reservation(
     assert contract.device_type == "cpu"
     assert contract.reserved_bytes_per_device == job.estimate_bytes_per_device + CONTEXT
     assert contract.context_reserve_bytes == CONTEXT
+    assert contract.num_threads == 1  # its device has neighbours
 
 
 def test_an_exclusive_jobs_contract_carries_no_reservation(db: Session, settings: Settings) -> None:
@@ -52,3 +56,14 @@ def test_an_exclusive_jobs_contract_carries_no_reservation(db: Session, settings
     job = make_job(db, devices=[0])
     contract = contract_of(db, settings, job.id)
     assert contract.reserved_bytes_per_device is None and contract.context_reserve_bytes is None
+
+
+def test_an_exclusive_jobs_ranks_get_one_devices_share_of_the_cores(
+    db: Session, settings: Settings
+) -> None:
+    """Not the node's every core for a job of one rank: the jobs on its other devices run too."""
+    cores = len(os.sched_getaffinity(0))
+    register_devices(db, "4x8GiB")
+    alone = contract_of(db, settings, make_job(db, devices=[0]).id)
+    pair = contract_of(db, settings, make_job(db, devices=[1, 2]).id)
+    assert alone.num_threads == pair.num_threads == max(1, cores // 4)

@@ -48,6 +48,9 @@ class LaunchPlan:
     # is not its estimate (the CUDA context reserve it was submitted with). None: whole devices.
     reserved_bytes_per_device: int | None = None
     context_reserve_bytes: int | None = None
+    # The node's devices, registered by its sampler: each rank's share of the node's cores is
+    # one device's (engine.launch.threads_per_rank). 0: not known.
+    node_devices: int = 0
 
     @property
     def world_size(self) -> int:
@@ -106,7 +109,12 @@ def claim_job(session: Session, job_id: int, node: str) -> LaunchPlan | None:
         total_world_size=len(rows) if len(parts) > 1 else None,
         reserved_bytes_per_device=reserved,
         context_reserve_bytes=context,
+        node_devices=_device_count(session, node),
     )
+
+
+def _device_count(session: Session, node: str) -> int:
+    return int(session.scalar(select(func.count()).where(Device.node == node)) or 0)
 
 
 def _reservation(job: Job) -> tuple[int | None, int | None]:
@@ -119,7 +127,9 @@ def _reservation(job: Job) -> tuple[int | None, int | None]:
     return reserved, reserved - estimate
 
 
-def join_plan(joined: multinode.Joined, node: str, indices: list[int], source: str) -> LaunchPlan:
+def join_plan(
+    joined: multinode.Joined, node: str, indices: list[int], source: str, node_devices: int
+) -> LaunchPlan:
     """The plan of a node other than the first, from the part it claimed."""
     job = joined.job
     return LaunchPlan(
@@ -137,6 +147,7 @@ def join_plan(joined: multinode.Joined, node: str, indices: list[int], source: s
         total_world_size=joined.total_world_size,
         master_addr=joined.master_addr,
         master_port=joined.master_port,
+        node_devices=node_devices,
     )
 
 
@@ -157,7 +168,8 @@ def claim_part(session: Session, job_id: int, node: str) -> LaunchPlan | str | N
         .order_by(Allocation.rank)
     ).all()
     source = next((s for _, s in rows if s), "simulated")
-    return join_plan(joined, node, [index for index, _ in rows], source)
+    indices = [index for index, _ in rows]
+    return join_plan(joined, node, indices, source, _device_count(session, node))
 
 
 def mark_running(session: Session, job_id: int) -> bool:

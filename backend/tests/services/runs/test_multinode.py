@@ -103,6 +103,7 @@ def test_each_node_claims_its_part_with_the_global_layout(db: Session, two_nodes
     lead, joined = claimed(db, job)
     assert (lead.node_rank, lead.rank_offset, lead.device_indices) == (0, 0, [1, 0])
     assert (joined.node_rank, joined.rank_offset, joined.device_indices) == (1, 2, [1, 0])
+    assert lead.node_devices == joined.node_devices == 2  # each node's own: its cores' split
     assert (joined.master_addr, joined.master_port, joined.total_world_size) == (
         "10.0.0.1",
         29555,
