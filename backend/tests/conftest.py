@@ -17,6 +17,7 @@ from harness import (
     resolve_services,
     truncate_all,
 )
+from saelens_check import SaeLens
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -50,6 +51,15 @@ def no_job_thread_outlives_its_test() -> Iterator[None]:
     )
     if left:
         pytest.fail(f"the test left job threads running: {', '.join(left)}")
+
+
+@pytest.fixture(scope="session")
+def sae_lens() -> Iterator[SaeLens]:
+    """The real SAELens, one process for the whole session, started by the first check: a
+    Python of its own per check spent ~5 s of CPU importing sae_lens and transformers."""
+    server = SaeLens()
+    yield server
+    server.close()
 
 
 @pytest.fixture(scope="session")

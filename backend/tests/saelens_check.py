@@ -1,12 +1,21 @@
-"""The real SAELens, in its own venv, loading a checkpoint directory GPUDeck wrote: the check the
-engine's checkpoint tests and the Slurm executor's tests share."""
+"""The real SAELens, in its own venv, loading a checkpoint directory GPUDeck wrote: the checks
+(saelens_server.py) that the engine's checkpoint tests, the SAE kind's export test and the Slurm
+executor's tests share, asked of one long-lived SAELens process (the `sae_lens` fixture)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import select
+import subprocess
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, NoReturn
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+SERVER = Path(__file__).with_name("saelens_server.py")
 
 
 def sae_lens_python() -> Path:
@@ -18,31 +27,74 @@ def sae_lens_python() -> Path:
     return python
 
 
-SAE_LENS_LOAD = """
-import sys, torch
-from safetensors.torch import load_file
-from sae_lens import SAE
-sae = SAE.load_from_disk(sys.argv[1])
-ours = load_file(sys.argv[1] + "/sae_weights.safetensors")
-x = torch.randn(8, ours["W_enc"].shape[0], dtype=ours["W_enc"].dtype)
-f = torch.relu((x - ours["b_dec"]) @ ours["W_enc"] + ours["b_enc"])
-expected = f @ ours["W_dec"] + ours["b_dec"]
-assert type(sae).__name__ == "StandardSAE", type(sae)
-for name in ("W_enc", "b_enc", "W_dec", "b_dec"):
-    assert torch.equal(getattr(sae, name).detach(), ours[name]), name
-assert torch.allclose(sae(x).detach(), expected, atol=1e-5), "forward pass differs"
-print("loaded", type(sae).__name__, sae.cfg.d_in, sae.cfg.d_sae)
-"""
+@dataclass(frozen=True)
+class CheckResult:
+    ok: bool
+    output: str  # what the check printed
+    error: str  # its traceback, SAELens's own message, when not ok
 
 
-# Any architecture: SAELens picks its class from cfg.json; the weights must be ours, unchanged.
-SAE_LENS_LOAD_ANY = """
-import sys, torch
-from safetensors.torch import load_file
-from sae_lens import SAE
-sae = SAE.load_from_disk(sys.argv[1])
-ours = load_file(sys.argv[1] + "/sae_weights.safetensors")
-for name in ("W_enc", "W_dec", "b_dec"):
-    assert torch.equal(getattr(sae, name).detach(), ours[name]), name
-print("loaded", type(sae).__name__, sae.cfg.d_in, sae.cfg.d_sae)
-"""
+class SaeLens:
+    """One SAELens server process: started on the first check, and again on the check after it
+    died (that check fails, naming the death and the end of the server's stderr)."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[str] | None = None
+        self._stderr: IO[bytes] | None = None
+
+    def check(self, name: str, *args: str | Path, timeout_s: float = 300) -> CheckResult:
+        """Run the server's check `name` (load, load_any, compare) on args."""
+        process = self._started()
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(json.dumps({"check": name, "args": [str(a) for a in args]}) + "\n")
+            process.stdin.flush()
+        except BrokenPipeError:
+            self._died(name, "it had exited before the check was sent")
+        ready, _, _ = select.select([process.stdout], [], [], timeout_s)
+        line = process.stdout.readline() if ready else ""
+        if not line:
+            self._died(name, "it exited" if ready else f"no answer in {timeout_s} s, killed")
+        return CheckResult(**json.loads(line))
+
+    def close(self) -> None:
+        """End the server: it exits when its stdin closes; killed if it does not within 10 s."""
+        process, self._process = self._process, None
+        if process is not None:
+            assert process.stdin is not None and process.stdout is not None
+            with contextlib.suppress(BrokenPipeError):  # a dead server's unsent request
+                process.stdin.close()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            process.stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def _started(self) -> subprocess.Popen[str]:
+        if self._process is None:
+            self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (close() closes it)
+            self._process = subprocess.Popen(
+                [str(sae_lens_python()), str(SERVER)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                text=True,
+            )
+        return self._process
+
+    def _died(self, check: str, how: str) -> NoReturn:
+        assert self._process is not None and self._stderr is not None
+        pid = self._process.pid
+        self._process.kill()  # at a timeout it may still run; the next check starts a fresh one
+        code = self._process.wait()
+        self._stderr.seek(0)
+        tail = self._stderr.read()[-3000:].decode(errors="replace")
+        self.close()
+        raise RuntimeError(
+            f"the SAELens server (pid {pid}) died during check {check!r}: {how} "
+            f"(exit code {code}); its stderr ends:\n{tail}"
+        )

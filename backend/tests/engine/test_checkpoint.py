@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import random
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 import torch
 from rankrunner import make_spec, read_events, run_ranks, tiny_config, write_checkpoints_forever
-from saelens_check import SAE_LENS_LOAD, sae_lens_python
+from saelens_check import SaeLens
 
 from gpudeck.engine import checkpoint, checkpoint_dir
 from gpudeck.kinds.sae import checkpoint as sae_checkpoint
@@ -67,20 +66,17 @@ def test_checkpoint_contents_match_the_config(tmp_path: Path, dtype: str) -> Non
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_sae_lens_loads_the_checkpoint_unchanged(tmp_path: Path, dtype: str) -> None:
+def test_sae_lens_loads_the_checkpoint_unchanged(
+    tmp_path: Path, dtype: str, sae_lens: SaeLens
+) -> None:
     """The real SAELens (6.x) loads our checkpoint directory as-is and computes the same SAE."""
     spec = make_spec(tmp_path, tiny_config(steps=2, dtype=dtype))
     assert run_ranks(spec, 1) == [0]
     path = checkpoint.latest_checkpoint(spec.checkpoint_dir)
     assert path is not None
-    result = subprocess.run(
-        [str(sae_lens_python()), "-c", SAE_LENS_LOAD, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "loaded StandardSAE 16 64" in result.stdout
+    result = sae_lens.check("load", path)
+    assert result.ok, result.error[-3000:]
+    assert "loaded StandardSAE 16 64" in result.output
 
 
 def _tensors(step: int) -> dict[str, torch.Tensor]:

@@ -4,7 +4,6 @@ logs and checkpoints stored as on GPUDeck's own nodes."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import pytest
 import torch
 from engine.rankrunner import make_spec, run_ranks
 from fastapi.testclient import TestClient
-from saelens_check import SAE_LENS_LOAD_ANY, sae_lens_python
+from saelens_check import SaeLens
 from safetensors.torch import load_file
 from slurm.cluster import PARTITION, SHORT_MAX_MINUTES, SHORT_PARTITION, SlurmCluster
 from slurm.executor_cases import SAE_CONFIG, TERMINAL, wait_job
@@ -27,7 +26,7 @@ from gpudeck.scheduler.slurm_pass import SlurmExecutor
 
 
 def test_an_sae_job_on_two_slurm_gpus_runs_to_success_with_its_metrics_logs_and_checkpoint(
-    client: TestClient, lab: str, executor: SlurmExecutor, settings: Settings
+    client: TestClient, lab: str, executor: SlurmExecutor, settings: Settings, sae_lens: SaeLens
 ) -> None:
     sent = client.post(
         "/api/jobs", json={"kind": "sae", "config": SAE_CONFIG, "count": 2, "cluster": lab}
@@ -53,12 +52,9 @@ def test_an_sae_job_on_two_slurm_gpus_runs_to_success_with_its_metrics_logs_and_
     assert [c["step"] for c in checkpoints] == [30]
     # The real SAELens loads the checkpoint the Slurm job's rank 0 wrote, as it is.
     step_dir = Path(settings.data_dir, "checkpoints", str(job_id), "step_30")
-    loaded = subprocess.run(
-        [str(sae_lens_python()), "-c", SAE_LENS_LOAD_ANY, str(step_dir)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert loaded.returncode == 0, loaded.stderr[-2000:]
-    assert loaded.stdout.startswith("loaded TopKSAE 16 64"), loaded.stdout
+    loaded = sae_lens.check("load_any", step_dir)
+    assert loaded.ok, loaded.error[-2000:]
+    assert loaded.output.startswith("loaded TopKSAE 16 64"), loaded.output
     assert rank_processes(settings, job_id) == []
 
 

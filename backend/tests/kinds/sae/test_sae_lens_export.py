@@ -1,47 +1,25 @@
 """Every architecture's checkpoint loads in the real SAELens unchanged and computes the same SAE.
 
 A tiny run of each architecture (on data far from unit scale, so the folded activation scale
-is not 1), then SAELens (its own venv, see tests/engine/test_checkpoint.py) loads the
+is not 1), then SAELens (its own venv, see tests/saelens_server.py's compare) loads the
 checkpoint with SAE.load_from_disk and its encode/decode are compared with GPUDeck's model on
 the same raw input: max abs difference at most 1e-5 in fp32.
 """
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 from rankrunner import make_spec, run_ranks, tiny_config
+from saelens_check import SaeLens
 from safetensors.torch import load_file, save_file
-from test_checkpoint import sae_lens_python
 
 from gpudeck.engine.checkpoint import latest_checkpoint
 from gpudeck.kinds.sae.checkpoint import load as load_checkpoint
 from gpudeck.kinds.sae.config import SaeConfig
 from gpudeck.kinds.sae.train import build_model
-
-SAE_LENS_COMPARE = """
-import sys, torch
-from safetensors.torch import load_file
-from sae_lens import SAE
-sae = SAE.load_from_disk(sys.argv[1])
-ref = load_file(sys.argv[2])
-ours = load_file(sys.argv[1] + "/sae_weights.safetensors")
-names = set(dict(sae.named_parameters()))
-assert names == set(ours), (names, set(ours))
-for name, value in ours.items():
-    assert torch.equal(getattr(sae, name).detach(), value), name
-with torch.no_grad():
-    f = sae.encode(ref["x"])
-    x_hat = sae.decode(f)
-enc = float((f - ref["f"]).abs().max())
-dec = float((x_hat - ref["x_hat"]).abs().max())
-l0 = float((f > 0).sum(-1).float().mean())
-print("loaded", type(sae).__name__, f"encode {enc:.2e} decode {dec:.2e} l0 {l0:.2f}")
-assert enc <= 1e-5 and dec <= 1e-5, (enc, dec)
-"""
 
 EXPECTED_CLASS = {
     "standard": "StandardSAE",
@@ -52,7 +30,9 @@ EXPECTED_CLASS = {
 
 
 @pytest.mark.parametrize("architecture", list(EXPECTED_CLASS))
-def test_sae_lens_loads_every_architecture(tmp_path: Path, architecture: str) -> None:
+def test_sae_lens_loads_every_architecture(
+    tmp_path: Path, architecture: str, sae_lens: SaeLens
+) -> None:
     data_dir = tmp_path / "data"
     (data_dir / "datasets").mkdir(parents=True)
     # Raw activations of norm ~100: the trainer scales them to ~sqrt(16) = 4 by a power of 2:
@@ -84,20 +64,9 @@ def test_sae_lens_loads_every_architecture(tmp_path: Path, architecture: str) ->
         "the tiny run must leave some latents active for the check to mean anything"
     )
     save_file({"x": x, "f": f, "x_hat": x_hat}, tmp_path / "ref.safetensors")
-    result = subprocess.run(
-        [
-            str(sae_lens_python()),
-            "-c",
-            SAE_LENS_COMPARE,
-            str(path),
-            str(tmp_path / "ref.safetensors"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"loaded {EXPECTED_CLASS[architecture]}" in result.stdout, result.stdout
+    result = sae_lens.check("compare", path, tmp_path / "ref.safetensors")
+    assert result.ok, result.error[-3000:]
+    assert f"loaded {EXPECTED_CLASS[architecture]}" in result.output, result.output
 
     # sparsity.safetensors as SAELens writes it: log10 of each latent's firing frequency.
     log_density = load_file(path / "sparsity.safetensors")["sparsity"]
