@@ -39,7 +39,12 @@ async def _lifespan(
     app: FastAPI, settings: Settings, *, freeze_heap: bool, ready_when_warm: bool
 ) -> AsyncIterator[None]:
     install_log_filters()  # no token in uvicorn's logs
-    engine = make_engine(settings.sqlalchemy_url, pool_size=API_THREADS, timeouts=API_TIMEOUTS)
+    engine = make_engine(
+        settings.sqlalchemy_url,
+        pool_size=API_THREADS,
+        timeouts=API_TIMEOUTS,
+        idle_in_transaction_s=settings.idle_in_transaction_s,
+    )
     # Sync endpoints (and token lookups) run in this many threads, each holding at most
     # one pooled connection: the pool never has to open overflow connections under load
     # (they are closed as they come back, and under a burst the churn of opening new ones

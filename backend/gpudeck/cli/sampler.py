@@ -28,7 +28,9 @@ def sampler() -> None:
         err_console.print(f"[red]GPUDECK_DEVICE_PROVIDER[/red]=nvml but NVML is unavailable: {exc}")
         raise typer.Exit(2) from None
     stop = stop_on_signals()
-    engine = make_engine(settings.sqlalchemy_url, pool_size=1)
+    engine = make_engine(
+        settings.sqlalchemy_url, pool_size=1, idle_in_transaction_s=settings.idle_in_transaction_s
+    )
     client = sync_client(str(settings.redis_url))  # set: load_service_settings checked it
     sessions = make_sessionmaker(engine)
     try:

@@ -21,7 +21,9 @@ def scheduler() -> None:
     settings = load_service_settings("scheduler")
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     stop = stop_on_signals()
-    engine = make_engine(settings.sqlalchemy_url, pool_size=2)
+    engine = make_engine(
+        settings.sqlalchemy_url, pool_size=2, idle_in_transaction_s=settings.idle_in_transaction_s
+    )
     client = sync_client(str(settings.redis_url))
     scheduler = Scheduler(settings, engine, client)
     freeze_startup_objects()  # a pass over a long queue then pays no collection of them

@@ -205,6 +205,14 @@ class Settings(BaseSettings):
         return {n.strip() for n in self.script_env_allowlist.split(",") if n.strip()}
 
     @property
+    def idle_in_transaction_s(self) -> float:
+        """How long Postgres lets a GPUDeck process's session sit idle inside a transaction
+        before ending it and releasing its row locks (core.db.make_engine): a lease, so a
+        process frozen mid-transaction holds its jobs' rows for at most that, and the reaper
+        judges them within about two leases of the freeze."""
+        return self.heartbeat_lease_s
+
+    @property
     def simulated(self) -> SimulatedDeviceSpec:
         return SimulatedDeviceSpec.parse(self.simulated_devices)
 

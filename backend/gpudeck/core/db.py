@@ -111,21 +111,41 @@ def _install_timeouts(engine: Engine, timeouts: DbTimeouts) -> None:
             _bounded_ping(dbapi_connection, timeouts.ping_s)
 
 
-def make_engine(url: str, *, pool_size: int = 20, timeouts: DbTimeouts | None = None) -> Engine:
+def make_engine(
+    url: str,
+    *,
+    pool_size: int = 20,
+    timeouts: DbTimeouts | None = None,
+    idle_in_transaction_s: float | None = None,
+) -> Engine:
     """`timeouts` bounds every wait (the API passes API_TIMEOUTS); without it, only the
     pre-ping: an embedded Postgres restarted under a long-lived process must not surface as an
-    error on the first use after it."""
+    error on the first use after it.
+
+    `idle_in_transaction_s`: Postgres ends a session of this engine that sits inside a
+    transaction doing nothing for longer (Settings.idle_in_transaction_s, a lease), and with it
+    the row locks it held. A process frozen mid-transaction (SIGSTOP, a hung machine) otherwise
+    keeps them for as long as it stays frozen: a worker stopped inside its heartbeat held its
+    job's row, the reaper's SKIP LOCKED passed over it and the job never read lost, and every
+    other node's heartbeat for that job waited on the lock."""
+    options = []
+    if timeouts is not None:
+        options.append(f"-c statement_timeout={timeouts.statement_ms}")
+    if idle_in_transaction_s is not None:
+        options.append(
+            f"-c idle_in_transaction_session_timeout={round(idle_in_transaction_s * 1000)}"
+        )
+    connect_args: dict[str, Any] = {"options": " ".join(options)} if options else {}
     if timeouts is None:
-        return create_engine(url, pool_size=pool_size, max_overflow=20, pool_pre_ping=True)
+        return create_engine(
+            url, pool_size=pool_size, max_overflow=20, pool_pre_ping=True, connect_args=connect_args
+        )
     engine = create_engine(
         url,
         pool_size=pool_size,
         max_overflow=20,
         pool_timeout=timeouts.pool_s,
-        connect_args={
-            "connect_timeout": timeouts.connect_s,
-            "options": f"-c statement_timeout={timeouts.statement_ms}",
-        },
+        connect_args={"connect_timeout": timeouts.connect_s, **connect_args},
     )
     _install_timeouts(engine, timeouts)
     return engine

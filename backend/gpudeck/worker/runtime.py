@@ -47,7 +47,11 @@ def preload_modules() -> list[str]:
 class WorkerRuntime:
     def __init__(self, settings: Settings, launcher: Launcher | None = None) -> None:
         self.settings = settings
-        self.engine = make_engine(settings.sqlalchemy_url, pool_size=10)
+        self.engine = make_engine(
+            settings.sqlalchemy_url,
+            pool_size=10,
+            idle_in_transaction_s=settings.idle_in_transaction_s,
+        )
         self.sessionmaker = make_sessionmaker(self.engine)
         self.redis = sync_client(str(settings.redis_url))
         self.launcher = launcher or Launcher(preload_modules())

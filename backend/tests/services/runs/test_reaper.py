@@ -4,13 +4,22 @@ and with an error that names the silent node and the lease."""
 
 from __future__ import annotations
 
+import time
+
+import pytest
+from fastapi.testclient import TestClient
 from harness import TEST_NODE, make_job
-from sqlalchemy import text
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from gpudeck.core.config import Settings
+from gpudeck.core.db import make_engine, make_sessionmaker
+from gpudeck.engine.launch import Launcher
 from gpudeck.models import Allocation, JobStatus
 from gpudeck.services.jobs import lookup
-from gpudeck.services.runs import reaper
+from gpudeck.services.runs import lifecycle, reaper
+from gpudeck.worker.runtime import WorkerRuntime
 
 
 def live_allocations(db: Session, job_id: int) -> int:
@@ -88,3 +97,56 @@ def test_only_active_jobs_are_reaped_and_only_past_the_lease(db: Session, device
         JobStatus.succeeded,
         JobStatus.running,
     ]
+
+
+def test_a_worker_frozen_inside_its_heartbeat_holds_its_job_for_at_most_the_bound(
+    db: Session, devices: str, settings: Settings, session_factory: sessionmaker[Session]
+) -> None:
+    """A hung machine: its worker stopped (SIGSTOP) between its heartbeat's UPDATE and the
+    commit holds the job's row lock. The reaper skips locked rows, so before the bound the job
+    stayed `running` for as long as the machine stayed frozen (seen: a multi-node job whose
+    second node was frozen, never lost in 64 s). Postgres ends such a session after the
+    worker's bound, and the job is reaped."""
+    job = make_job(db, devices=[0], status=JobStatus.running)
+    silent_for(db, job.id, 90)
+    frozen_engine = make_engine(settings.sqlalchemy_url, pool_size=1, idle_in_transaction_s=1.0)
+    try:
+        frozen = make_sessionmaker(frozen_engine)()
+        assert job.id in lifecycle.heartbeat(frozen, [job.id])  # locked, never committed
+        with session_factory() as reaping:
+            assert reaper.reap_lost(reaping, lease_s=30) == []  # held: skipped
+            reaping.commit()
+        deadline = time.monotonic() + 10
+        while True:
+            with session_factory() as reaping:
+                reaped = reaper.reap_lost(reaping, lease_s=30)
+                reaping.commit()
+            if reaped or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert reaped == [job.id]
+        with pytest.raises(DBAPIError) as ended:  # its session was ended, its update undone
+            frozen.commit()
+        assert ended.value.connection_invalidated  # a store outage to the worker's retry
+    finally:
+        frozen_engine.dispose()
+    db.expire_all()
+    assert lookup.get_job(db, job.id).status == JobStatus.lost
+
+
+def idle_bound(engine: Engine) -> str:
+    with engine.connect() as conn:
+        return str(conn.scalar(text("SHOW idle_in_transaction_session_timeout")))
+
+
+def test_the_worker_and_the_api_hold_a_transaction_idle_for_at_most_a_lease(
+    settings: Settings, client: TestClient
+) -> None:
+    """The two that lock job rows for a node (the scheduler and sampler build theirs alike)."""
+    lease = f"{settings.heartbeat_lease_s:g}s"
+    runtime = WorkerRuntime(settings, launcher=Launcher())
+    try:
+        assert idle_bound(runtime.engine) == lease
+    finally:
+        runtime.engine.dispose()
+    assert idle_bound(client.app.state.engine) == lease  # type: ignore[attr-defined]
