@@ -114,15 +114,16 @@ pytest: $(INSTALLED) $(SAELENS_INSTALLED) system-deps
 	cd backend && GPUDECK_SAELENS_PYTHON=$(CURDIR)/$(SAELENS_VENV)/bin/python \
 	  ../$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=40
 
-# The three installs side by side (network-free wheels and packages, disk-bound), and the lint
-# beside the frontend's type-check and unit tests (each mostly one core); the backend and browser
+# The two installs the lint needs side by side (network-free wheels and packages, disk-bound);
+# then the lint beside the frontend's type-check and unit tests (each mostly one core) and the
+# SAELens venv's install (disk-bound, needed only by the backend tests); the backend and browser
 # suites alone, as their timing-sensitive tests expect a machine that is not also compiling.
 # Each phase says how long it took (`make test: <phase> took N s`): where CI's time goes.
 PHASE = @t0=$$(date +%s); trap 'echo "make test: $(1) took $$(( $$(date +%s) - t0 )) s"' EXIT;
 
 test:
-	$(call PHASE,installs) $(MAKE) --no-print-directory -j3 --output-sync=target $(INSTALLED) $(SAELENS_INSTALLED) $(FRONTEND_INSTALLED)
-	$(call PHASE,lint + frontend unit tests) $(MAKE) --no-print-directory -j2 --output-sync=target lint frontend-test
+	$(call PHASE,installs) $(MAKE) --no-print-directory -j2 --output-sync=target $(INSTALLED) $(FRONTEND_INSTALLED)
+	$(call PHASE,lint + frontend unit tests + SAELens install) $(MAKE) --no-print-directory -j3 --output-sync=target lint frontend-test $(SAELENS_INSTALLED)
 	$(call PHASE,backend tests) $(MAKE) --no-print-directory pytest
 	$(call PHASE,browser tests) $(MAKE) --no-print-directory frontend-e2e
 
