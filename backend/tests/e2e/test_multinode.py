@@ -406,6 +406,7 @@ class DeviceWatch:
         self.shared: list[tuple[float, list[int]]] = []
         self.first_seen: dict[int, float] = {}  # wall-clock time
         self._seen: dict[int, set[int]] = {job_id: set() for job_id in jobs}
+        self.samples = 0  # how many times it looked (said when a job was never seen)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -424,6 +425,7 @@ class DeviceWatch:
 
     def _run(self) -> None:
         while not self._done.wait(0.01):
+            self.samples += 1
             for job_id in self.jobs:
                 self._follow(job_id)
             now = time.time()
@@ -492,7 +494,9 @@ def test_a_failed_node_never_lets_two_jobs_ranks_share_a_device(
         long_config = {**SAE_CONFIG, "steps": 100_000, "checkpoint_interval": 100_000}
         doomed = submit(client, "sae", long_config, [("node-a", 0), ("node-b", 0)])
         wait_running_everywhere(client, b, doomed)
-    waiting = submit(client, "sae", SAE_CONFIG, [("node-a", 0)])
+    # Long enough for the watch (every 10 ms, from the job's launch record) to see it alive: a
+    # 30-step job on one thread could end before its launch record was read.
+    waiting = submit(client, "sae", {**SAE_CONFIG, "steps": 500}, [("node-a", 0)])
     reason = client.get(f"/api/jobs/{waiting}").json()["queue"]["reason"]
     assert f"held by job {doomed}" in reason or f"releasing from job {doomed}" in reason, reason
     frozen: list[psutil.Process] = []
@@ -524,6 +528,10 @@ def test_a_failed_node_never_lets_two_jobs_ranks_share_a_device(
     assert not watch.shared, f"two jobs' processes on node-a/0 at once: {watch.shared[:3]}"
     if fault == "rendezvous failure":
         at = float(mark.read_text())  # when node-b's part gave up
+    assert waiting in watch.first_seen, (  # the CI once saw it so, unexplained: say what it saw
+        f"job {waiting}'s process never seen alive in {watch.samples} samples: "
+        f"followed {watch._seen}, first seen {watch.first_seen}, fault at {at}"
+    )
     given = watch.first_seen[waiting] - at
     print(f"{fault}: node-a/0 given to the waiting job {given:.2f} s after the fault")
     assert given <= 2 * LEASE_S + 10
