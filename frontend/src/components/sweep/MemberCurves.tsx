@@ -35,7 +35,10 @@ export function MemberCurves({ sweep, ticked, metrics }: { sweep: Sweep; ticked:
   const members = sweep.members.filter((m) => ticked.has(m.job_id));
   const results = useQueries({
     queries: members.map((m) => ({
-      queryKey: [...keys.metrics(m.job_id), "all"],
+      // "ended" in the key: a member that ends between two refetches is fetched once more, with
+      // its last points (a 60-step member ended within one 3 s interval and kept the empty
+      // curve of its first fetch), and then no more.
+      queryKey: [...keys.metrics(m.job_id), "all", isTerminal(m.status as JobStatus) ? "ended" : "live"],
       queryFn: async () => (await unwrap(api.GET("/api/jobs/{job_id}/metrics", { params: { path: { job_id: m.job_id } } }))).items,
       refetchInterval: isTerminal(m.status as JobStatus) ? (false as const) : 3000,
       ...ownerOnly,
