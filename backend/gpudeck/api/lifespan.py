@@ -16,7 +16,7 @@ from gpudeck.api.telemetry_hub import TelemetryHub
 from gpudeck.api.warm_up import warm_up
 from gpudeck.core.celery_app import make_celery
 from gpudeck.core.config import Settings
-from gpudeck.core.db import API_TIMEOUTS, make_engine, make_sessionmaker
+from gpudeck.core.db import API_TIMEOUTS, make_sessionmaker, service_engine
 from gpudeck.core.redis import API_TIMEOUT_S, Breaker, async_client, pinger, sync_client
 
 # Worker threads for sync endpoints, and the database pool's size to match (see _lifespan).
@@ -39,12 +39,7 @@ async def _lifespan(
     app: FastAPI, settings: Settings, *, freeze_heap: bool, ready_when_warm: bool
 ) -> AsyncIterator[None]:
     install_log_filters()  # no token in uvicorn's logs
-    engine = make_engine(
-        settings.sqlalchemy_url,
-        pool_size=API_THREADS,
-        timeouts=API_TIMEOUTS,
-        idle_in_transaction_s=settings.idle_in_transaction_s,
-    )
+    engine = service_engine(settings, pool_size=API_THREADS, timeouts=API_TIMEOUTS)
     # Sync endpoints (and token lookups) run in this many threads, each holding at most
     # one pooled connection: the pool never has to open overflow connections under load
     # (they are closed as they come back, and under a burst the churn of opening new ones

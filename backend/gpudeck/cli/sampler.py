@@ -12,7 +12,7 @@ from gpudeck.cli.stopping import stop_on_signals
 
 def sampler() -> None:
     """Sample this node's GPUs into Redis every interval and keep the device inventory current."""
-    from gpudeck.core.db import make_engine, make_sessionmaker
+    from gpudeck.core.db import make_sessionmaker, service_engine
     from gpudeck.core.redis import sync_client
     from gpudeck.services.cluster.sampler_store import DatabaseSamplerStore
     from gpudeck.services.cluster.sharing_source import DatabaseSharingSource
@@ -28,9 +28,7 @@ def sampler() -> None:
         err_console.print(f"[red]GPUDECK_DEVICE_PROVIDER[/red]=nvml but NVML is unavailable: {exc}")
         raise typer.Exit(2) from None
     stop = stop_on_signals()
-    engine = make_engine(
-        settings.sqlalchemy_url, pool_size=1, idle_in_transaction_s=settings.idle_in_transaction_s
-    )
+    engine = service_engine(settings, pool_size=1)
     client = sync_client(str(settings.redis_url))  # set: load_service_settings checked it
     sessions = make_sessionmaker(engine)
     try:

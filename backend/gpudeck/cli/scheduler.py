@@ -13,7 +13,7 @@ from gpudeck.cli.stopping import stop_on_signals
 
 def scheduler() -> None:
     """Run the scheduler: the active instance reaps lost jobs; others stand by to take over."""
-    from gpudeck.core.db import make_engine
+    from gpudeck.core.db import service_engine
     from gpudeck.core.heap import freeze_startup_objects
     from gpudeck.core.redis import sync_client
     from gpudeck.scheduler.service import Scheduler
@@ -21,9 +21,7 @@ def scheduler() -> None:
     settings = load_service_settings("scheduler")
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     stop = stop_on_signals()
-    engine = make_engine(
-        settings.sqlalchemy_url, pool_size=2, idle_in_transaction_s=settings.idle_in_transaction_s
-    )
+    engine = service_engine(settings, pool_size=2)
     client = sync_client(str(settings.redis_url))
     scheduler = Scheduler(settings, engine, client)
     freeze_startup_objects()  # a pass over a long queue then pays no collection of them

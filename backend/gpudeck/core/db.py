@@ -7,13 +7,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.abc import PQGen
 from sqlalchemy import Engine, create_engine, event, exc
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+if TYPE_CHECKING:
+    from gpudeck.core.config import Settings
 
 log = logging.getLogger(__name__)
 RV = TypeVar("RV")
@@ -149,6 +152,20 @@ def make_engine(
     )
     _install_timeouts(engine, timeouts)
     return engine
+
+
+def service_engine(
+    settings: Settings, *, pool_size: int, timeouts: DbTimeouts | None = None
+) -> Engine:
+    """The engine of a long-lived GPUDeck process (API, worker, scheduler, sampler): its
+    settings' database, a session idle inside a transaction for longer than a lease ended by
+    the server (make_engine's `idle_in_transaction_s`)."""
+    return make_engine(
+        settings.sqlalchemy_url,
+        pool_size=pool_size,
+        timeouts=timeouts,
+        idle_in_transaction_s=settings.idle_in_transaction_s,
+    )
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from gpudeck.core.config import Settings
-from gpudeck.core.db import make_engine, make_sessionmaker, transaction
+from gpudeck.core.db import make_sessionmaker, service_engine, transaction
 from gpudeck.core.redis import sync_client
 from gpudeck.engine.kinds import registry
 from gpudeck.engine.launch import PRELOAD, Launcher
@@ -47,11 +47,7 @@ def preload_modules() -> list[str]:
 class WorkerRuntime:
     def __init__(self, settings: Settings, launcher: Launcher | None = None) -> None:
         self.settings = settings
-        self.engine = make_engine(
-            settings.sqlalchemy_url,
-            pool_size=10,
-            idle_in_transaction_s=settings.idle_in_transaction_s,
-        )
+        self.engine = service_engine(settings, pool_size=10)
         self.sessionmaker = make_sessionmaker(self.engine)
         self.redis = sync_client(str(settings.redis_url))
         self.launcher = launcher or Launcher(preload_modules())
