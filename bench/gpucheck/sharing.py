@@ -13,6 +13,12 @@ d. the CUDA context reserve of this GPU model: what a member's process holds on 
    beyond its allocator's peak (NVML's memory in use, less the baseline, less
    max_memory_reserved), the most of the four alone: the value to configure.
 
+The members read one activation file (datasets/activations.npy, written once from the seeded
+synthetic source), as a lab's sweep reads the activations it extracted: the synthetic source
+draws every batch on the rank's CPU, and a sharing rank has one thread, so on the first H200 run
+(2026-11-28) the four members alone took the section's whole 420 s drawing data (85 ms a batch
+of 4096 on one thread) while the GPU idled.
+
 The dry run runs (a) with two tiny members on CPU, so that the code cannot rot; (b)-(d) need an
 allocator to cap and are not run.
 """
@@ -26,11 +32,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from gpucheck.rows import Check, Row
 from gpucheck.sharing_runs import MemberRun, device_peak, member_launch, run_members
 from gpudeck.core.config import DEFAULT_CUDA_CONTEXT_RESERVE_BYTES
+from gpudeck.kinds.sae.config import SyntheticDataset
+from gpudeck.kinds.sae.data import SyntheticSource
 from gpudeck.services.submit.estimates import estimate_bytes_per_device
 
 MIB = 1024**2
@@ -39,6 +48,8 @@ REPEATS = 20
 REPEAT_BUDGET_S = 240.0  # the repeats stop past this, and their row says how many ran
 # A repeat is about memory, whose peak comes in the first steps and the checkpoint: short runs.
 REPEAT_STEPS = 100
+DATASET = "activations.npy"  # under <data dir>/datasets
+DATASET_BATCHES = 16  # rows in the file: this many batches; members go round it in epochs
 
 
 def member_configs(check: Check, steps: int | None = None) -> list[dict[str, Any]]:
@@ -51,7 +62,8 @@ def member_configs(check: Check, steps: int | None = None) -> list[dict[str, Any
     steps = steps or default_steps
     return [
         {"d_in": d_in, "d_sae": d_sae, "batch_size": batch, "steps": steps, "seed": i,
-         "metrics_interval": steps // 2, "checkpoint_interval": 10**8}
+         "metrics_interval": steps // 2, "checkpoint_interval": 10**8,
+         "dataset": {"type": "file", "path": DATASET}}
         for i, d_sae in enumerate(sizes)
     ]  # fmt: skip
 
@@ -85,6 +97,7 @@ def run(check: Check) -> Iterator[Row]:
     context = DEFAULT_CUDA_CONTEXT_RESERVE_BYTES
     reserved = [(estimate_bytes_per_device("sae", c, 1) or 0) + context for c in configs]
     with tempfile.TemporaryDirectory(dir=check.work_dir) as tmp:
+        write_activations(Path(tmp), configs[0]["d_in"], configs[0]["batch_size"])
         members = Members(check, Path(tmp), configs, context)
         alone, alone_peaks = members.one_after_another(reserved)
         packed_s, packed = members.packed(reserved)
@@ -99,6 +112,18 @@ def run(check: Check) -> Iterator[Row]:
         yield _over_allocating_row(members, reserved, configs)
         members.configs = member_configs(check, REPEAT_STEPS)
         yield _repeats_row(members, reserved)
+
+
+def write_activations(data_dir: Path, d_in: int, batch: int) -> Path:
+    """The members' training data: DATASET_BATCHES batches of the seeded synthetic source's
+    rows, drawn once here with every core."""
+    rows = SyntheticSource(SyntheticDataset(), d_in, seed=0).rows(
+        torch.arange(DATASET_BATCHES * batch)
+    )
+    path = data_dir / "datasets" / DATASET
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, rows.numpy().astype(np.float32))
+    return path
 
 
 class Members:
