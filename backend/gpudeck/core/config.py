@@ -61,7 +61,12 @@ NO_CODE_ROOT = (
 )
 
 
-DEFAULT_CUDA_CONTEXT_RESERVE_BYTES = 500 * 1024 * 1024
+# What a process holds on a GPU beyond PyTorch's allocator: its CUDA context, loaded kernels and
+# an NCCL communicator. `make gpu-check` section 8 measured 1306 MiB on an H200 (CUDA 13.0,
+# torch 2.11, 2026-11-28: the same for each of four SAE members; the bare context alone was
+# 612 MiB, NCCL 558 MiB). The 500 MiB guessed before it was below the bare context: an honest
+# script job using NCCL would have been killed by the watchdog for memory it never asked for.
+DEFAULT_CUDA_CONTEXT_RESERVE_BYTES = 1306 * 1024 * 1024
 
 
 class Settings(BaseSettings):

@@ -10,7 +10,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from gpudeck.core.config import DEFAULT_CUDA_CONTEXT_RESERVE_BYTES
+from gpudeck.core.config import get_settings
 from gpudeck.core.security import Principal
 from gpudeck.engine.kinds import InputError, JobKind, get_kind, refused_kinds, registry
 from gpudeck.models import Job, JobStatus
@@ -39,8 +39,11 @@ class Submitter:
     is_admin: bool = False
     default_time_limit_s: int = 24 * 3600
     max_time_limit_s: int = 30 * 86400
-    # Added to a sharing job's estimate on each device (settings.cuda_context_reserve_bytes).
-    cuda_context_reserve_bytes: int = DEFAULT_CUDA_CONTEXT_RESERVE_BYTES
+    # Added to a sharing job's estimate on each device: the API passes its settings' figure;
+    # a caller naming only the owner gets the configured one (GPUDECK_CUDA_CONTEXT_RESERVE_BYTES).
+    cuda_context_reserve_bytes: int = field(
+        default_factory=lambda: get_settings().cuda_context_reserve_bytes
+    )
 
 
 def refuse_nul(value: Any, field: str) -> None:
