@@ -78,7 +78,7 @@ def in_process(shape: tuple[int, int], batch: int, rounds: int) -> dict[str, flo
     torch.set_num_threads(1)
     model = build_model(SaeConfig(d_in=shape[0], d_sae=shape[1]), torch.device("cpu")).eval()
     rows = torch.randn(HELDOUT_ROWS, shape[0], generator=torch.Generator().manual_seed(0)).relu()
-    chunk = chunk_rows(model, batch, step=CHECKPOINT_INTERVAL)
+    chunk = chunk_rows(model, batch, step=CHECKPOINT_INTERVAL, ddp=False)
     old_chunk = max(1, batch // 4)
     times: dict[str, list[float]] = {"old": [], "new": []}
     for _ in range(rounds):

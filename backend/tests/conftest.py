@@ -51,8 +51,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 # Threads that act for one job id: its relay's writer, its Slurm follower, its log shipper (and
-# the Slurm executor's pass, which starts followers).
-JOB_THREADS = ("gpudeck-relay-", "gpudeck-slurm-", "gpudeck-logs-")
+# the Slurm executor's pass, which starts followers), an SAE rank's batch prefetcher.
+JOB_THREADS = ("gpudeck-relay-", "gpudeck-slurm-", "gpudeck-logs-", "gpudeck-prefetch-")
 
 
 @pytest.fixture(autouse=True)

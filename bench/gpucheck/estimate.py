@@ -3,8 +3,10 @@ step on the GPU: its step peak against `torch.cuda.max_memory_allocated`, and it
 per-device figure (the step plus the CUDA context and NCCL reserve) against what nvidia-smi
 says this process uses. Every architecture, fp32 and bf16, the CPU accuracy test's shapes and
 the 302 M-parameter one. The step is measured as tests/kinds/sae/test_memory_accuracy.py does
-on the device: DDP over a world of one, its first bucket held through step 2 (the worst
-timing, which the estimate must cover).
+on the device: the bare model, as the trainer steps a world of one (two_ranks.py measures
+DDP, its first bucket held through step 2: the worst timing, which the estimate must cover).
+This process holds an NCCL communicator (measured first, below), so its nvidia-smi figure
+still matches the estimate's NCCL term; a one-rank job no longer creates one (docs/memory.md).
 
 Dry run: the CPU step, measured by the profiler (tests/kinds/sae/memory_measure.py)."""
 
@@ -59,8 +61,6 @@ def cases(check: Check) -> list[SaeConfig]:
 def run(check: Check) -> Iterator[Row]:
     if not check.dry_run:
         yield from _framework_memory()
-    else:  # DDP needs a process group; the trainer wraps even a single rank.
-        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     for config in cases(check):
         c = config
         name = f"{c.architecture} {c.d_in}x{c.d_sae} batch {c.batch_size} {c.dtype}"
@@ -107,7 +107,7 @@ def _framework_memory() -> Iterator[Row]:
 def _measure_case(check: Check, config: SaeConfig, name: str) -> Row:
     estimate = estimate_sae(config, 1, device_type=check.device_type)
     if check.dry_run:
-        allocated, process = measure(config.model_dump(mode="json"), True), None
+        allocated, process = measure(config.model_dump(mode="json"), False), None  # no DDP
     else:
         allocated, process = _cuda_step(config)
     step_error = estimate.peak_step_bytes / allocated - 1
@@ -133,14 +133,18 @@ def _measure_case(check: Check, config: SaeConfig, name: str) -> Row:
     return Row.judged(name, figure, "within 5 %", ok, command, **data)
 
 
-def _cuda_step(config: SaeConfig, index: int = 0, batch_size: int = 0) -> tuple[int, int | None]:
+def _cuda_step(
+    config: SaeConfig, index: int = 0, batch_size: int = 0, *, ddp: bool = False
+) -> tuple[int, int | None]:
     """The allocator's peak over 3 steps on device `index` (of a batch of `batch_size` rows,
-    default the config's), and nvidia-smi's memory for this process after them."""
+    default the config's), and nvidia-smi's memory for this process after them. The bare
+    model, as the trainer steps one rank; `ddp`: a rank of a larger world."""
     return cuda_step_peak(  # type: ignore[no-any-return]
         config,
         torch.device("cuda", index),
         batch_size,
         while_held=lambda: _smi_process_bytes(os.getpid()),
+        ddp=ddp,
     )
 
 

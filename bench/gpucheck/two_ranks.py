@@ -72,7 +72,7 @@ def _rank(rank: int, port: int, config_json: str, out: str) -> None:
     os.environ["PYTORCH_CUDA_ALLOC_CONF"] = CUDA_ALLOC_CONF  # as the worker starts ranks
     config = SaeConfig.model_validate_json(config_json)
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
-    allocated, process = _cuda_step(config, rank, config.batch_size // 2)
+    allocated, process = _cuda_step(config, rank, config.batch_size // 2, ddp=True)
     Path(out, f"rank{rank}.json").write_text(
         json.dumps({"allocated": allocated, "process": process or 0})
     )

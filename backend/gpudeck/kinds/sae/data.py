@@ -252,14 +252,18 @@ class GlobalBatchLoader:
         self._sampler.set_epoch(epoch)
         return torch.tensor(list(iter(self._sampler)), dtype=torch.int64)
 
-    def next_batch(self) -> torch.Tensor:
+    def next_indices(self) -> torch.Tensor:
+        """This rank's sample indices of the next global batch; moves the position past it."""
         if self.state.position + self.global_batch > len(self.source):
             self.state = DataPosition(epoch=self.state.epoch + 1, position=0)
             self._order = self._epoch_order(self.state.epoch)
         start = self.state.position + self.rank * self.local_batch
         indices = self._order[start : start + self.local_batch]
         self.state.position += self.global_batch
-        return self.source.rows(indices)
+        return indices
+
+    def next_batch(self) -> torch.Tensor:
+        return self.source.rows(self.next_indices())
 
 
 class _Sized(Dataset[int]):

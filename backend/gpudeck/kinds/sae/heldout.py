@@ -75,6 +75,7 @@ SPARSE_DECODE_DENSITY = 1 / 8
 SPARSE_DECODE_MIN_D_IN = 256
 # DDP's first flat bucket, every parameter's size, may outlive its rebuild through step 2
 # (memory_trace.py); the estimate counts it above the step's peak, so from then on it is free.
+# A world of one has no DDP (train.parallelize), so neither the bucket nor that room.
 BUCKET_REBUILD_STEPS = 2
 
 
@@ -84,20 +85,20 @@ def score_bytes_per_row(model: Sae) -> int:
     return copies * model.d_sae * model.W_enc.element_size() + BYTES_PER_D_IN * model.d_in
 
 
-def chunk_rows(model: Sae, per_rank_batch: int, *, step: int) -> int:
-    """Rows scored at a time after 1-based step `step`, sized by memory: a chunk holds no
-    more than the training step held beyond what outlives it, so the held-out pass never
-    raises the job's peak above the estimate (which traces that step). Two parts of every
-    architecture's step bound that from below: Adam's update of W_enc or W_dec (on the CPU the
-    loop holds two temporaries of one weight at once; CUDA's foreach one of each), and the
-    forward's pre-activations [per-rank batch, d_sae]. After BUCKET_REBUILD_STEPS the old DDP
-    bucket the estimate adds is free too. tests/kinds/sae/test_heldout.py checks it against
-    the trace. By the training batch alone (a quarter of it), a batch of 32 took 2,048
-    chunks."""
+def chunk_rows(model: Sae, per_rank_batch: int, *, step: int, ddp: bool) -> int:
+    """Rows scored at a time after 1-based step `step`, sized by memory: a chunk holds no more than
+    the training step held beyond what outlives it, so the held-out pass never raises the job's
+    peak above the estimate (which traces that step). Two parts of every architecture's step
+    bound that from below: Adam's update of W_enc or W_dec (on the CPU the loop holds two
+    temporaries of one weight at once; CUDA's foreach one of each), and the forward's
+    pre-activations [per-rank batch, d_sae]. With `ddp` (more than one rank), after
+    BUCKET_REBUILD_STEPS the old DDP bucket the estimate adds is free too.
+    tests/kinds/sae/test_heldout.py checks it against the trace. By the training batch alone (a
+    quarter of it), a batch of 32 took 2,048 chunks."""
     itemsize = model.W_enc.element_size()
     weights = 2 * model.d_in * model.d_sae * itemsize
     budget = max(weights, per_rank_batch * model.d_sae * itemsize)
-    if step > BUCKET_REBUILD_STEPS:
+    if ddp and step > BUCKET_REBUILD_STEPS:
         budget += sum(p.numel() * p.element_size() for p in model.parameters())
     return max(1, min(HELDOUT_ROWS, budget // score_bytes_per_row(model)))
 

@@ -13,8 +13,10 @@ Two terms are added from outside the trace, each documented in docs/memory.md:
   the backward on a thread of its own). Measured on an H200: 64 MiB, and the step peak exactly
   32 MiB above the estimate while it counted one. Smaller GPUs use less, so this errs high.
 - framework reserve: what the process holds outside the caching allocator and NVML still
-  counts: the CUDA context with its loaded kernels, and NCCL's communicator, which the trainer
-  creates on one rank too (DDP and the metrics all-reduce). Measured, see below.
+  counts: the CUDA context with its loaded kernels, and NCCL's communicator. Measured, see
+  below. A world of one has made no collective since the trainer stopped wrapping it in DDP, so
+  NCCL creates no communicator there: for one rank the NCCL term is an overcount, kept until
+  the next GPU run measures what such a process holds (docs/memory.md).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ class EstimateKey:
 
 
 def estimate_key(config: SaeConfig, world_size: int, device_type: DeviceType) -> EstimateKey:
-    spec = trace_spec(config, config.batch_size // world_size, device_type)
+    spec = trace_spec(config, config.batch_size // world_size, device_type, world_size=world_size)
     phases = [spec]
     if config.topk_warm_up_length() > 0:  # the warm-up's TopK step may peak higher
         phases.append(dataclasses.replace(spec, topk_warm_up=True, k=config.k))
@@ -117,7 +119,9 @@ def _trace_cached(spec: TraceSpec) -> TraceResult:
     return trace(spec)
 
 
-def trace_spec(config: SaeConfig, per_rank_batch: int, device_type: DeviceType) -> TraceSpec:
+def trace_spec(
+    config: SaeConfig, per_rank_batch: int, device_type: DeviceType, *, world_size: int = 1
+) -> TraceSpec:
     """The step of the run's main phase, with a fixed value wherever the architecture does
     not read a field (k and the sparse decoder outside the TopK family, AuxK too)."""
     on_cuda = device_type == "cuda"
@@ -129,7 +133,7 @@ def trace_spec(config: SaeConfig, per_rank_batch: int, device_type: DeviceType) 
         dtype=config.dtype,
         foreach=on_cuda,  # torch.optim.Adam's default for CUDA parameters; CPU uses the loop
         block_bytes=CUDA_BLOCK_BYTES if on_cuda else 1,
-        ddp=True,  # sae.wrap_ddp wraps every run, one rank included
+        ddp=world_size > 1,  # sae.train.parallelize: a world of one steps the bare model
         gradient_as_bucket_view=config.ddp.gradient_as_bucket_view,
         architecture=config.architecture,
         k=config.k if k_sparse else 1,
@@ -218,7 +222,8 @@ def _added_components(workspace: int, reserve: int) -> list[MemoryComponent]:
         MemoryComponent(
             name="framework_reserve",
             bytes=reserve,
-            note="outside the allocator: CUDA context 640 MiB, NCCL 576 MiB (H200: 612 and 558)",
+            note="outside the allocator: CUDA context 640 MiB, NCCL 576 MiB (H200: 612 and 558; "
+            "a world of one makes no collective, its NCCL share is to be re-measured)",
         ),
     ]
 
@@ -226,7 +231,9 @@ def _added_components(workspace: int, reserve: int) -> list[MemoryComponent]:
 def _reserve(world_size: int, device_type: DeviceType) -> int:
     if device_type != "cuda":
         return 0
-    return CUDA_CONTEXT_BYTES + NCCL_BYTES  # NCCL on one rank too: the trainer all-reduces
+    # NCCL on one rank too, for now: measured with the DDP the trainer no longer makes there;
+    # an overcount until a GPU run measures a one-rank process (docs/memory.md).
+    return CUDA_CONTEXT_BYTES + NCCL_BYTES
 
 
 def _bucket_note(gradient_as_bucket_view: bool) -> str:
@@ -249,9 +256,9 @@ def _method(device_type: DeviceType) -> str:
     return (
         "fake-tensor trace of 2 real train_step calls (FakeTensorMode + MemTracker, "
         f"torch {TORCH_VERSION}); {adam}; {rounding}; eager in-place gradient accumulation "
-        "restored; DDP Reducer buckets emulated by hooks, plus the old bucket that can outlive "
-        "their rebuild in step 2 (worst case); cuBLAS workspace and framework reserve added as "
-        "constants (docs/memory.md)"
+        "restored; with more than one rank, DDP Reducer buckets emulated by hooks, plus the old "
+        "bucket that can outlive their rebuild in step 2 (worst case); cuBLAS workspace and "
+        "framework reserve added as constants (docs/memory.md)"
     )
 
 

@@ -12,7 +12,8 @@ Three corrections make the trace match what the real step holds:
   (`isTensorSubclassLike` is true for every tensor then), so under MemTracker each such sum
   allocates a third buffer. We drop the peak sample of a backward `add` whose addend dies at
   once: eager would have reused that addend's buffer.
-- The trainer wraps the model in DDP. Its Reducer owns flat gradient buckets the size of all
+- With more than one rank the trainer wraps the model in DDP (a world of one steps the bare
+  model, `ddp=False`). Its Reducer owns flat gradient buckets the size of all
   parameters and copies each gradient into them as it becomes ready (and with
   gradient_as_bucket_view=True swaps the gradient for the bucket view). Hooks reproduce exactly
   those allocations and copies; the all-reduce itself works in place and allocates nothing.
@@ -72,7 +73,7 @@ class TraceSpec:
     dtype: str
     foreach: bool  # Adam's default on CUDA is foreach=True, on CPU the per-tensor loop
     block_bytes: int  # allocator rounding: 512 on CUDA, 1 on CPU
-    ddp: bool  # the trainer always wraps in DDP, even on one rank
+    ddp: bool  # the trainer wraps in DDP when the world has more than one rank
     gradient_as_bucket_view: bool = True
     architecture: str = "standard"
     k: int = 1  # topk, batchtopk; jumprelu's only in its warm-up phase

@@ -1,10 +1,13 @@
 """The `sae` job kind: train an SAE of any architecture with DDP, calling `model.train_step`.
 
 Every rank builds the same model from the seed, takes its slice of each global batch
-(data.GlobalBatchLoader) and steps; DDP averages gradients so the run matches one rank with
-the whole batch. Rank 0 checkpoints in SAELens's layout; resume restores weights, Adam state,
-RNG and the data position exactly. The lr and L1 schedules are functions of the step
-(`SaeConfig.lr_factor`, `SaeConfig.l1_coefficient_at`), so resume needs no scheduler state.
+(data.GlobalBatchLoader, read one batch ahead on a thread: prefetch.BatchPrefetcher) and steps;
+DDP averages gradients so the run matches one rank with the whole batch. A world of one steps
+the bare model: no DDP, so no per-step all-reduce and no NCCL communicator (every other
+collective is guarded by the world size too). Rank 0 checkpoints in SAELens's layout; resume
+restores weights, Adam state, RNG and the data position exactly. The lr and L1 schedules are
+functions of the step (`SaeConfig.lr_factor`, `SaeConfig.l1_coefficient_at`), so resume needs no
+scheduler state.
 
 A loss that becomes NaN or Inf fails the job, naming the first such step of any rank; the
 check runs before every report and checkpoint, so no checkpoint of NaN weights is ever written
@@ -44,6 +47,7 @@ from gpudeck.kinds.sae.heldout import (
 )
 from gpudeck.kinds.sae.metrics import DeadLatents, MetricsTracker
 from gpudeck.kinds.sae.model import Sae, SaeOutput, train_step
+from gpudeck.kinds.sae.prefetch import BatchPrefetcher
 
 SAE_LENS_VERSION = "6.0.0"  # the cfg.json format we write (SAELens >= 6 reads it as is)
 PEAK_MEMORY_AFTER_STEPS = 3
@@ -72,10 +76,10 @@ class _Run:
     model: Sae
     scale: float  # activation normalisation (data.activation_stats)
     dead: DeadLatents | None  # global per-step firing, for AuxK (topk family only)
-    ddp: DistributedDataParallel
+    net: torch.nn.Module  # what is stepped: `model`, or its DDP wrapper (parallelize)
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR
-    loader: GlobalBatchLoader
+    batches: BatchPrefetcher  # its `position` is the checkpoint's, its loader's one batch ahead
     metrics: MetricsTracker
     true_features: torch.Tensor | None
     step: int
@@ -95,6 +99,14 @@ def build_model(
     b_dec = stats.mean if stats is not None and config.b_dec_init == "mean" else None
     model.initialize(torch.Generator().manual_seed(config.seed), b_dec)
     return model.to(device)
+
+
+def parallelize(
+    model: Sae, config: SaeConfig, device: torch.device, world_size: int
+) -> torch.nn.Module:
+    """The module the trainer steps: the model itself for a world of one (DDP there would only
+    cost a communicator and an all-reduce a step), else its DDP wrapper."""
+    return model if world_size == 1 else wrap_ddp(model, config, device)
 
 
 def wrap_ddp(
@@ -180,8 +192,8 @@ def _save(ctx: TrainContext, run: _Run) -> None:
         state_tensors["dead.frequency"] = run.dead.frequency
     state = {
         "step": run.step,
-        "epoch": run.loader.state.epoch,
-        "position": run.loader.state.position,
+        "epoch": run.batches.position.epoch,
+        "position": run.batches.position.position,
         "config": run.config.model_dump(mode="json"),
         "world_size": ctx.world_size,
         "torch_version": torch.__version__,
@@ -239,7 +251,7 @@ def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
     stats = activation_stats(source, config)
     model = build_model(config, ctx.device, stats)
     step, position, ckpt = _restore(ctx, model, stats.scale)
-    ddp = wrap_ddp(model, config, ctx.device)
+    net = parallelize(model, config, ctx.device, ctx.world_size)
     optimizer = torch.optim.Adam(
         model.parameters(), lr=config.lr, betas=(config.adam_beta1, config.adam_beta2)
     )
@@ -280,15 +292,17 @@ def _setup(ctx: TrainContext, config: SaeConfig) -> _Run:
                 ckpt.state_tensors["dead.steps_since_fired"],
                 ckpt.state_tensors.get("dead.frequency"),
             )
+    # Its thread starts last, so that nothing in the setup can raise and leave it behind.
+    batches = BatchPrefetcher(loader, batches=config.steps - step, device=ctx.device)
     return _Run(
         config,
         model,
         stats.scale,
         dead,
-        ddp,
+        net,
         optimizer,
         scheduler,
-        loader,
+        batches,
         tracker,
         features,
         step,
@@ -328,7 +342,8 @@ def _heldout_metrics(ctx: TrainContext, run: _Run) -> dict[str, float]:
     if run.heldout_rows is None:
         return {}
     start = time.perf_counter()
-    chunk = chunk_rows(run.model, run.loader.local_batch, step=run.step)
+    local_batch = run.batches.loader.local_batch
+    chunk = chunk_rows(run.model, local_batch, step=run.step, ddp=ctx.world_size > 1)
     figures = evaluate(run.model, run.heldout_rows, scale=run.scale, chunk=chunk, device=ctx.device)
     # What the pass cost (its figures synced the device): a small share of a checkpoint
     # interval (docs/benchmarks.md).
@@ -344,14 +359,14 @@ def set_topk_warm_up(model: Sae, config: SaeConfig, step: int) -> None:
     model.topk_warm_up = step < warm_up
 
 
-def _one_step(run: _Run, device: torch.device) -> tuple[torch.Tensor, SaeOutput]:
-    batch = run.loader.next_batch().to(device, non_blocking=True)
+def _one_step(run: _Run) -> tuple[torch.Tensor, SaeOutput]:
+    batch = run.batches.next_batch()
     if run.scale != 1.0:
         batch = batch * run.scale
     batch = batch.to(run.model.W_enc.dtype)
     set_topk_warm_up(run.model, run.config, run.step)
     output = train_step(
-        run.ddp,
+        run.net,
         run.optimizer,
         batch,
         coefficient=run.config.coefficient_at(run.step),
@@ -402,7 +417,7 @@ def train(ctx: TrainContext, config: SaeConfig) -> None:
     start = run.step
     try:
         while run.step < config.steps and not ctx.should_stop():
-            batch, output = _one_step(run, ctx.device)
+            batch, output = _one_step(run)
             if run.step - start == PEAK_MEMORY_AFTER_STEPS:
                 ctx.report_peak_memory(run.step)
             last = run.step == config.steps
@@ -429,6 +444,7 @@ def train(ctx: TrainContext, config: SaeConfig) -> None:
         ctx.report_peak_memory(run.step)
         ctx.progress(run.step, config.steps)
     finally:
+        run.batches.close()
         # The DDP reducer must be gone before destroy_process_group (pytorch issue #56297).
-        del run.ddp
+        del run.net
         del run

@@ -37,7 +37,8 @@ CPU = torch.device("cpu")
 
 
 def _init_world_of_one() -> None:
-    """DDP needs a process group; the trainer wraps even a single rank."""
+    """DDP needs a process group: a rank of a larger world is measured as DDP over a world of
+    one (its buckets and copies are the same per rank whatever the world size)."""
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
 
 
@@ -116,17 +117,26 @@ def _peak_in_window(prof: profile, window: str) -> int:
 
 
 def cuda_step_peak(
-    config: SaeConfig, device: torch.device, rows: int = 0, while_held: Any = None
+    config: SaeConfig,
+    device: torch.device,
+    rows: int = 0,
+    while_held: Any = None,
+    *,
+    ddp: bool = False,
 ) -> tuple[int, Any]:
-    """On a GPU: the allocator's peak over steps 1-3 (DDP on the process group already
-    initialised, step 1's bucket held through step 2: the worst timing), of a batch of `rows`
-    (default the config's), and what `while_held()` returns while the run's memory is still
-    held (nvidia-smi's view of the process, say). Used by the gpu test and `make gpu-check`."""
+    """On a GPU: the allocator's peak over steps 1-3 of a batch of `rows` (default the
+    config's), and what `while_held()` returns while the run's memory is still held
+    (nvidia-smi's view of the process, say). The bare model, as the trainer steps a world of
+    one; `ddp`: DDP on the process group already initialised, step 1's bucket held through
+    step 2 (the worst timing), as a rank of a larger world. Used by the gpu test and
+    `make gpu-check`."""
     torch.cuda.empty_cache()
     model = build_model(config, device)
-    module = wrap_ddp(model, config, device)
     held: list[torch.Tensor] = []
-    module.register_comm_hook(held, allreduce_and_hold)
+    module: torch.nn.Module = model
+    if ddp:
+        module = wrap_ddp(model, config, device)
+        module.register_comm_hook(held, allreduce_and_hold)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     rows = rows or config.batch_size
     batch = torch.randn(rows, config.d_in, device=device).to(model.W_enc.dtype)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from gpudeck.kinds.sae.data import (
     local_batch_size,
     resolve_dataset_path,
 )
+from gpudeck.kinds.sae.prefetch import THREAD_NAME, BatchPrefetcher
 
 
 class Indices:
@@ -130,3 +132,55 @@ def test_paths_escaping_the_datasets_dir_are_refused(tmp_path: Path, path: str) 
     os.symlink(outside, root / "out.npy")
     with pytest.raises(DataError):
         resolve_dataset_path(tmp_path, path)
+
+
+class FailingAt(Indices):
+    """Indices whose read of a batch holding sample `bad` raises."""
+
+    def __init__(self, n: int, bad: int) -> None:
+        super().__init__(n, shuffle=False)
+        self.bad = bad
+
+    def rows(self, indices: torch.Tensor) -> torch.Tensor:
+        if bool((indices == self.bad).any()):
+            raise OSError(f"cannot read sample {self.bad}")
+        return indices.clone()
+
+
+def _prefetch_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(THREAD_NAME)]
+
+
+def test_the_prefetcher_hands_out_the_loaders_batches_and_positions() -> None:
+    """Read one batch ahead, it yields the plain loader's batches (across epochs, resumed
+    mid-epoch), and its position after each is the plain loader's: what a checkpoint saves."""
+    start = DataPosition(epoch=1, position=20)
+    plain = GlobalBatchLoader(
+        Indices(50), global_batch=10, rank=0, world_size=1, seed=1, start=start
+    )
+    ahead = GlobalBatchLoader(
+        Indices(50), global_batch=10, rank=0, world_size=1, seed=1, start=DataPosition(1, 20)
+    )
+    with BatchPrefetcher(ahead, batches=12, device=torch.device("cpu")) as batches:
+        assert batches.position == start
+        for _ in range(12):
+            assert batches.next_batch().tolist() == plain.next_batch().tolist()
+            assert batches.position == plain.state
+        assert ahead.state == plain.state  # no read past the last batch asked for
+        with pytest.raises(RuntimeError, match="every batch"):
+            batches.next_batch()
+    assert not _prefetch_threads()
+
+
+def test_a_failed_read_surfaces_in_the_step_that_wanted_it() -> None:
+    loader = GlobalBatchLoader(FailingAt(40, 25), global_batch=10, rank=0, world_size=1, seed=0)
+    batches = BatchPrefetcher(loader, batches=4, device=torch.device("cpu"))
+    try:
+        assert batches.next_batch().tolist() == list(range(10))
+        assert batches.next_batch().tolist() == list(range(10, 20))
+        with pytest.raises(OSError, match="cannot read sample 25"):
+            batches.next_batch()
+        assert batches.position == DataPosition(0, 20)  # the failed batch was not handed out
+    finally:
+        batches.close()
+    assert not _prefetch_threads()

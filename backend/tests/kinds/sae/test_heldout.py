@@ -52,27 +52,35 @@ CASES = [(a, "float32", 64, 512) for a in ARCHITECTURES] + [
 
 
 @pytest.mark.parametrize("device_type", ["cpu", "cuda"])
+@pytest.mark.parametrize("world_size", [1, 2])  # the bare model, DDP
 @pytest.mark.parametrize("batch", [1, 4096])  # the weights bound the chunk, then the batch
 @pytest.mark.parametrize(("architecture", "dtype", "d_in", "d_sae"), CASES)
 def test_a_chunk_fits_in_what_the_training_step_frees(
-    architecture: str, dtype: str, d_in: int, d_sae: int, batch: int, device_type: str
+    architecture: str,
+    dtype: str,
+    d_in: int,
+    d_sae: int,
+    batch: int,
+    device_type: str,
+    world_size: int,
 ) -> None:
-    """What outlives the step (weights, Adam's state, DDP's buckets) plus a chunk's scoring
-    stays within the step's traced peak, and from step 3 within the peak and the old DDP
-    bucket the estimate adds to it: the pass never raises the job's peak above the estimate.
-    The trace runs on fake tensors (CUDA's rounding and foreach Adam for "cuda"), so no GPU
-    is needed."""
+    """What outlives the step (weights, Adam's state, DDP's buckets) plus a chunk's scoring stays
+    within the step's traced peak, and from step 3 within the peak and the old DDP bucket the
+    estimate adds to it (`batch` per rank): the pass never raises the job's peak above the estimate.
+    The trace runs on fake tensors (CUDA's rounding and foreach Adam for "cuda"), so no GPU is
+    needed."""
     config = SaeConfig(
         architecture=architecture,  # type: ignore[arg-type]
         d_in=d_in,
         d_sae=d_sae,
-        batch_size=batch,
+        batch_size=batch * world_size,
         dtype=dtype,  # type: ignore[arg-type]
     )
-    step = trace(trace_spec(config, batch, device_type))  # type: ignore[arg-type]
+    spec = trace_spec(config, batch, device_type, world_size=world_size)  # type: ignore[arg-type]
+    step = trace(spec)
     outlives = step.parameter_bytes + step.optimizer_state_bytes + step.bucket_bytes
     model, block_bytes = build_sae(config), 512 if device_type == "cuda" else 1
-    early, later = (chunk_rows(model, batch, step=n) for n in (2, 3))
+    early, later = (chunk_rows(model, batch, step=n, ddp=world_size > 1) for n in (2, 3))
     assert outlives + _scoring_bytes(config, early, block_bytes) <= step.peak_bytes, early
     with_bucket = step.peak_bytes + step.rebuild_bytes
     assert outlives + _scoring_bytes(config, later, block_bytes) <= with_bucket, later
@@ -80,13 +88,15 @@ def test_a_chunk_fits_in_what_the_training_step_frees(
 
 def test_the_chunk_is_sized_by_memory_not_by_the_training_batch() -> None:
     model = build_sae(SaeConfig())  # the defaults: TopK, d_in 64, d_sae 512
-    small = chunk_rows(model, 32, step=500)
+    small = chunk_rows(model, 32, step=500, ddp=True)
     # A small batch's step still frees Adam's temporaries of a weight: many rows fit.
-    assert small == chunk_rows(model, 1, step=500)
+    assert small == chunk_rows(model, 1, step=500, ddp=True)
     assert HELDOUT_ROWS // small <= 256  # the old rule, a quarter of the batch: 2,048 chunks
-    assert chunk_rows(model, 32, step=2) < small  # the old DDP bucket may still be there
-    assert chunk_rows(model, 4096, step=500) > small  # the forward's pre-activations
-    assert chunk_rows(model, 1_048_576, step=500) == HELDOUT_ROWS
+    assert chunk_rows(model, 32, step=2, ddp=True) < small  # the old DDP bucket may be there
+    alone = chunk_rows(model, 32, step=500, ddp=False)  # one rank: no DDP, no bucket
+    assert alone < small and alone == chunk_rows(model, 32, step=2, ddp=False)
+    assert chunk_rows(model, 4096, step=500, ddp=True) > small  # the forward's pre-activations
+    assert chunk_rows(model, 1_048_576, step=500, ddp=True) == HELDOUT_ROWS
 
 
 @torch.no_grad()
@@ -101,7 +111,7 @@ def test_the_sparse_decode_gives_the_dense_figures() -> None:
     nonzero = int((acts != 0).sum())
     assert nonzero <= acts.numel() / 8  # sparse enough for the CSR product
     torch.testing.assert_close(_decode(model, acts, nonzero), model.decode(acts))
-    chunk = chunk_rows(model, 64, step=500)
+    chunk = chunk_rows(model, 64, step=500, ddp=True)
     got = evaluate(model, rows, scale=1.0, chunk=chunk, device=torch.device("cpu"))
     x_hat, x64 = model.decode(acts).double(), rows.double()
     variance = float((x64 - x64.mean(0)).pow(2).sum())

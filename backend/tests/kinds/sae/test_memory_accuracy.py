@@ -1,13 +1,15 @@
 """The fake-tensor estimate against the peak of a real CPU step, measured by torch.profiler.
 
-"Peak" is the live bytes at the highest moment of a steady-state step (the second: Adam's
-state exists), counting everything the rank holds then: parameters, Adam state, DDP buckets,
-the batch. The profiler runs from before the model exists, so the live curve starts at zero
-and every byte of the rank's state is in it. The DDP step is measured at its worst timing
-(memory_measure.py): the first iteration's bucket, which the process group's last all-reduce
-can keep past DDP's bucket rebuild, is held through the second step. The estimate must cover
-that peak, the highest the real step can reach, not only the usual one.
-"""
+"Peak" is the live bytes at the highest moment of a steady-state step (the second: Adam's state
+exists), counting everything the rank holds then: parameters, Adam state, DDP buckets, the
+batch. A world of one steps the bare model (train.parallelize); a rank of a larger world steps
+DDP, whose per-rank memory does not depend on the world size, so the estimate for two ranks is
+measured on DDP over a world of one with the per-rank batch. The profiler runs from before the
+model exists, so the live curve starts at zero and every byte of the rank's state is in it. The
+DDP step is measured at its worst timing (memory_measure.py): the first iteration's bucket,
+which the process group's last all-reduce can keep past DDP's bucket rebuild, is held through
+the second step. The estimate must cover that peak, the highest the real step can reach, not
+only the usual one."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import torch
 import torch.distributed as dist
 from memory_measure import clean_measurer, cuda_step_peak, measure
 
+from gpudeck.engine.kinds import MemoryEstimate
 from gpudeck.kinds.sae.config import SaeConfig
 from gpudeck.kinds.sae.memory import estimate_sae, max_batch_size, trace_spec
 from gpudeck.kinds.sae.memory_trace import trace
@@ -41,6 +44,12 @@ def measured_step_peak(
     return int(pool.submit(measure, config_json, ddp, warm_up).result(timeout=600))
 
 
+def _ddp_estimate(config: SaeConfig) -> MemoryEstimate:
+    """The estimate of a rank of two, each with `config`'s batch."""
+    doubled = config.model_copy(update={"batch_size": 2 * config.batch_size})
+    return estimate_sae(doubled, 2, device_type="cpu")
+
+
 def _config(d_in: int, d_sae: int, batch: int, dtype: str, **extra: object) -> SaeConfig:
     # The shape sweeps measure the standard architecture; every architecture is measured at
     # one shape in test_estimate_covers_every_architecture.
@@ -58,7 +67,7 @@ def test_estimate_matches_real_ddp_step(
     measurer: ProcessPoolExecutor, d_in: int, d_sae: int, batch: int, dtype: str
 ) -> None:
     config = _config(d_in, d_sae, batch, dtype)
-    estimate = estimate_sae(config, 1, device_type="cpu")
+    estimate = _ddp_estimate(config)
     measured = measured_step_peak(measurer, config, ddp=True)
     assert estimate.peak_step_bytes == pytest.approx(measured, rel=TOLERANCE)
     assert sum(estimate.bytes_by_component().values()) == estimate.bytes_per_device
@@ -80,14 +89,16 @@ def test_estimate_covers_every_architecture(
 ) -> None:
     """Each architecture's own step (TopK's gather decoder or dense, AuxK with every latent
     dead, BatchTopK's global threshold, JumpReLU's threshold parameter) is what is traced,
-    and the TopK warm-up's step (BatchTopK's and JumpReLU's default): the higher of the two."""
+    and the TopK warm-up's step (BatchTopK's and JumpReLU's default): the higher of the two.
+    One rank, as the trainer steps it: the bare model."""
     config = _config(
         256, 2048, 64, "float32", architecture=architecture, sparse_decoder=sparse_decoder
     )
     estimate = estimate_sae(config, 1, device_type="cpu")
-    measured = measured_step_peak(measurer, config, ddp=True)
+    assert estimate.bytes_by_component()["ddp_buckets"] == 0
+    measured = measured_step_peak(measurer, config, ddp=False)
     if config.topk_warm_up_length() > 0:
-        warm_up = measured_step_peak(measurer, config, ddp=True, warm_up=True)
+        warm_up = measured_step_peak(measurer, config, ddp=False, warm_up=True)
         measured = max(measured, warm_up)
     assert estimate.peak_step_bytes == pytest.approx(measured, rel=TOLERANCE)
 
@@ -106,7 +117,7 @@ def test_trace_matches_plain_step(
 
 def test_bucket_view_false_costs_a_copy_of_the_parameters(measurer: ProcessPoolExecutor) -> None:
     config = _config(256, 2048, 64, "float32", ddp={"gradient_as_bucket_view": False})
-    estimate = estimate_sae(config, 1, device_type="cpu")
+    estimate = _ddp_estimate(config)
     assert estimate.peak_step_bytes == pytest.approx(
         measured_step_peak(measurer, config, ddp=True), rel=TOLERANCE
     )
@@ -147,9 +158,13 @@ def test_estimate_matches_cuda_max_memory_allocated() -> None:
     """On the device machine: the estimate against the allocator's own peak counter."""
     device = torch.device("cuda", 0)
     config = _config(768, 8192, 1024, "float32")
+    measured, _ = cuda_step_peak(config, device)  # one rank: the bare model
+    estimate = estimate_sae(config, 1, device_type="cuda")
+    assert estimate.peak_step_bytes == pytest.approx(measured, rel=0.03)
     if not dist.is_initialized():
         dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
-    measured, _ = cuda_step_peak(config, device)
-    estimate = estimate_sae(config, 1, device_type="cuda")
+    measured, _ = cuda_step_peak(config, device, ddp=True)  # a rank of two
+    doubled = config.model_copy(update={"batch_size": 2 * config.batch_size})
+    estimate = estimate_sae(doubled, 2, device_type="cuda")
     dist.destroy_process_group()
     assert estimate.peak_step_bytes == pytest.approx(measured, rel=0.03)
