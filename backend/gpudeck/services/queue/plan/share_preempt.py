@@ -5,14 +5,15 @@ The rule, kept simple, device by device. A device may take the job when it is on
 outside process runs on it, no later job of the reservation needs it, its node allows sharing
 and the job's reservation fits it idle. On a shared device the victims are the jobs sharing it:
 where the node does not let users share, every other user's job first (they must all go), then
-the lowest priority, the largest reservation, until the room plus what they free holds the
-reservation; then each one the room does without is spared. A device held whole by one such job
-may be taken too, that job the one victim. Each device's option costs, in order: its victims
-not already stopping, its victims, whether a job holding it whole is stopped, their highest
-priority; the job takes the cheapest devices. So it stops a job holding a device whole only
-where no device fits by fewer victims, and at equal victims it stops sharing jobs instead (a
-whole job would lose its device for a few bytes). A victim's bytes stay reserved until it has
-stopped: the waiting job starts in a later pass, placed as any sharing job.
+those that free what the room lacks stopping no job of a higher priority than needed, then the
+fewest jobs, then the fewest bytes (plan/share_victims.py: exact while there are few ways to
+choose, each tier's largest beyond). A device held whole by one such job may be taken too,
+that job the one victim. Each device's option costs, in order: its victims not already
+stopping, its victims, whether a job holding it whole is stopped, their highest priority; the
+job takes the cheapest devices. So it stops a job holding a device whole only where no device
+fits by fewer victims, and at equal victims it stops sharing jobs instead (a whole job would
+lose its device for a few bytes). A victim's bytes stay reserved until it has stopped: the
+waiting job starts in a later pass, placed as any sharing job.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from collections.abc import Set
 from dataclasses import dataclass
 
 from gpudeck.services.queue.plan.model import Dev, Holding, Key, Waiting, fits
-from gpudeck.services.queue.plan.preempt import fewest, remembered_refusal, victim
+from gpudeck.services.queue.plan.preempt import remembered_refusal, victim
+from gpudeck.services.queue.plan.share_victims import cheapest_victims
 from gpudeck.services.queue.plan.state import DeviceState
 
 Cost = tuple[int, int, bool, float]
@@ -65,16 +67,9 @@ def _among_sharers(state: DeviceState, job: Waiting, d: Dev, need: int) -> _Opti
     if any(h is None for h in forced):
         return None  # another user's job it may not stop stays: the device is not open to it
     must = [h for h in forced if h is not None]
-    rest = sorted(
-        (h for i in sharers if i not in others and (h := victim(state, job, i)) is not None),
-        key=lambda h: (not h.stopping, h.priority, -(h.share_bytes or 0)),
-    )
-
-    def enough(victims: list[Holding]) -> bool:
-        return room + _freed_bytes(must + victims) >= need
-
-    more = [] if enough([]) else fewest(rest, enough)
-    if not enough(more):
+    rest = [h for i in sharers if i not in others and (h := victim(state, job, i)) is not None]
+    more = cheapest_victims(rest, need - room - _freed_bytes(must))
+    if more is None:
         return None
     victims = must + more
     return _Option(d, tuple(victims), False, room + _freed_bytes(victims) - need)

@@ -1,17 +1,22 @@
 """Preemption that counts sharing by memory, in the pure pass: a job taking devices whole frees
 a shared device only by stopping every job sharing it (each preemptible and of lower
-priority); a sharing job stops sharing jobs until its reservation fits, the fewest and lowest
-first, and stops a job holding a device whole only where no device fits by fewer victims; what
-a pass claims stays claimed; a job that may not be stopped never is."""
+priority); a sharing job stops the sharing jobs that make its reservation fit, no higher a
+priority than needed, then the fewest, then the fewest bytes, and stops a job holding a device
+whole only where no device fits by fewer victims; what a pass claims stays claimed; a job that
+may not be stopped never is."""
 
 from __future__ import annotations
+
+import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpudeck.services.queue.plan import Dev, Holding, Plan, Waiting, plan
+from gpudeck.services.queue.plan.share_victims import cheapest_victims
 
 GiB = 1024**3
+MiB = 1024**2
 NOW = 1000.0
 CAPACITY = 76 * GiB  # an 80 GiB device less its margin
 
@@ -113,9 +118,10 @@ def test_a_sharing_job_stops_a_whole_device_job_only_where_no_device_fits_by_few
     a, b = sharer(1, 0, 40 * GiB), sharer(2, 0, 30 * GiB)
     c = holder(3, 1)
     devices = [shared_dev(0, a, b), whole_dev(1, 3)]
-    # One sharing victim frees enough on device 0 (the larger: 6 + 40): not the whole job.
+    # One sharing victim frees enough on device 0: not the whole job. Either one would do
+    # (6 + 40 or 6 + 30); the smaller loses less.
     out = plan(devices, [a, b, c], [sharing(9, 30 * GiB)], now=NOW)
-    assert victims(out, 9) == {1}
+    assert victims(out, 9) == {2}
     # 70 GiB needs both sharing jobs gone: the one whole-device job is fewer.
     out = plan(devices, [a, b, c], [sharing(9, 70 * GiB)], now=NOW)
     assert victims(out, 9) == {3}
@@ -149,6 +155,83 @@ def test_another_users_sharing_job_must_go_where_users_do_not_share() -> None:
     kept = sharer(2, 0, 10 * GiB, owner="cy", preemptible=False)
     out = plan([shared_dev(0, mine, kept)], [mine, kept], [sharing(9, 10 * GiB)], now=NOW)
     assert out.preempts == []
+
+
+def test_a_sharing_job_stops_the_set_that_loses_least_among_the_fewest() -> None:
+    # 30 + 30 + 15 of the 76 usable, 1 GiB free; 40 GiB needs 39 more. Two jobs either way:
+    # a 30 and the 15 (45 GiB lost), not both 30s (60). Of the two 30s, the newer (job 2).
+    jobs = [sharer(1, 0, 30 * GiB), sharer(2, 0, 30 * GiB), sharer(3, 0, 15 * GiB)]
+    out = plan([shared_dev(0, *jobs)], jobs, [sharing(9, 40 * GiB)], now=NOW)
+    assert victims(out, 9) == {2, 3} and out.infos[9].reason_code == "preempting"
+
+
+def test_priority_still_comes_before_fewer_jobs_and_fewer_bytes() -> None:
+    # The 15 is of a higher priority: both 30s go, though they lose more.
+    jobs = [sharer(1, 0, 30 * GiB, priority=-1), sharer(2, 0, 30 * GiB, priority=-1),
+            sharer(3, 0, 15 * GiB)]  # fmt: skip
+    out = plan([shared_dev(0, *jobs)], jobs, [sharing(9, 40 * GiB)], now=NOW)
+    assert victims(out, 9) == {1, 2}
+    # Three low ones before one higher one that alone would do: 6 free + 3 x 10 holds 36.
+    low = [sharer(i, 0, 10 * GiB, priority=-1) for i in (1, 2, 3)]
+    jobs = [*low, sharer(4, 0, 40 * GiB)]
+    out = plan([shared_dev(0, *jobs)], jobs, [sharing(9, 36 * GiB)], now=NOW)
+    assert victims(out, 9) == {1, 2, 3}
+
+
+def test_equal_jobs_are_chosen_the_same_way_whatever_their_order() -> None:
+    jobs = [sharer(i, 0, 19 * GiB) for i in (4, 1, 3, 2)]  # 76 GiB: full
+    for order in (jobs, jobs[::-1], sorted(jobs, key=lambda h: h.id)):
+        dev = shared_dev(0, *order)
+        out = plan([dev], order, [sharing(9, 19 * GiB)], now=NOW)
+        assert victims(out, 9) == {4}  # the newest
+        out = plan([dev], order, [sharing(9, 38 * GiB)], now=NOW)
+        assert victims(out, 9) == {3, 4}
+
+
+def test_a_device_packed_with_many_jobs_frees_enough_by_the_fewest() -> None:
+    # 16 jobs of one priority, 2 to 7 GiB (74 GiB, 2 free); 41 GiB needs 39 more: seven jobs
+    # at the fewest, and of the ways to take seven, one loses exactly the 39.
+    sizes = [2, 3, 4, 5, 6, 7, 2, 3, 4, 5, 6, 7, 5, 5, 5, 5]
+    jobs = [sharer(i + 1, 0, n * GiB) for i, n in enumerate(sizes)]
+    out = plan([shared_dev(0, *jobs)], jobs, [sharing(9, 41 * GiB)], now=NOW)
+    stopped = [h for h in jobs if h.id in victims(out, 9)]
+    assert len(stopped) == 7 and sum(h.share_bytes or 0 for h in stopped) == 39 * GiB
+    # 24 jobs of 24 sizes, 2 GiB to 4.2 GiB (74.1 GiB): 22 GiB needs 20.1 more, six jobs at
+    # the fewest, and the search for the least bytes runs past its steps: it keeps the best
+    # found, which still frees enough with six, and a higher-priority job stays.
+    jobs = [sharer(i + 1, 0, 2 * GiB + i * 97 * MiB) for i in range(24)]
+    jobs[-1] = sharer(24, 0, jobs[-1].share_bytes or 0, priority=3)
+    out = plan([shared_dev(0, *jobs)], jobs, [sharing(9, 22 * GiB)], now=NOW)
+    stopped = [h for h in jobs if h.id in victims(out, 9)]
+    free = CAPACITY - sum(h.share_bytes or 0 for h in jobs)
+    assert free + sum(h.share_bytes or 0 for h in stopped) >= 22 * GiB
+    assert len(stopped) == 6 and 24 not in victims(out, 9)
+
+
+def _brute_key(chosen: tuple[Holding, ...], tiers: list[int]) -> tuple[object, ...]:
+    profile = tuple(sum(h.priority == p and not h.stopping for h in chosen) for p in tiers)
+    lost = sum(h.share_bytes or 0 for h in chosen if not h.stopping)
+    return (profile, lost, sum(h.stopping for h in chosen))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 30), st.integers(-1, 1), st.booleans()), max_size=8),
+    st.integers(-5, 120),
+)
+def test_the_choice_is_the_best_of_every_set_that_frees_enough(
+    jobs: list[tuple[int, int, bool]], short: int
+) -> None:
+    held = [sharer(i + 1, 0, n, priority=p, stopping=s) for i, (n, p, s) in enumerate(jobs)]
+    tiers = sorted({h.priority for h in held if not h.stopping}, reverse=True)
+    sets = [c for k in range(len(held) + 1) for c in itertools.combinations(held, k)
+            if sum(h.share_bytes or 0 for h in c) >= short]  # fmt: skip
+    chosen = cheapest_victims(held, short)
+    if not sets:
+        assert chosen is None
+        return
+    assert chosen is not None and sum(h.share_bytes or 0 for h in chosen) >= short
+    assert _brute_key(tuple(chosen), tiers) == min(_brute_key(c, tiers) for c in sets)
 
 
 @st.composite
