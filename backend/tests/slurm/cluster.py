@@ -153,6 +153,25 @@ class SlurmCluster:
                 raise RuntimeError(f"Slurm jobs still there {timeout_s:.0f} s after scancel")
             time.sleep(0.2)
 
+    # -- logs, for a failed test's report ---------------------------------------------------
+
+    def log_sizes(self) -> dict[str, int]:
+        """Each daemon log's size now: where a test's own lines start in the shared logs."""
+        return {log.name: log.stat().st_size for log in sorted((self.root / "log").glob("*.log"))}
+
+    def keep_logs(self, dest: Path, since: dict[str, int], lines: int = 60) -> str:
+        """Every daemon's log and output copied to `dest` (the cluster's root goes with `stop()`),
+        and the last `lines` of what each log wrote after `since`, for the failure report."""
+        shutil.copytree(self.root / "log", dest, dirs_exist_ok=True)
+        said = []
+        for log in sorted((self.root / "log").glob("*.log")):  # *.out: the same, untimed
+            with log.open("rb") as read:
+                read.seek(since.get(log.name, 0))
+                new = read.read().decode(errors="replace").splitlines()[-lines:]
+            if new:
+                said.append(f"--- {log.name}\n" + "\n".join(new))
+        return "\n".join(said)
+
     # -- the controller, for outage tests --------------------------------------------------
 
     def pause_controller(self) -> None:
@@ -191,7 +210,7 @@ class SlurmCluster:
             "slurmctld": lambda: self._command_ok(["scontrol", "ping"]),
         }
         for name in order:
-            self.daemons[name] = Daemon(name, self._argv(name), self.root / "log" / f"{name}.log")
+            self.daemons[name] = Daemon(name, self._argv(name), self.root / "log" / f"{name}.out")
             self.daemons[name].start(self.env)
             if name in ready:
                 self._wait(ready[name], name)

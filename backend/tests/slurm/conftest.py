@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import re
+import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
@@ -19,6 +22,9 @@ from slurm.executor_cases import (  # noqa: F401 (fixtures)
 from gpudeck.slurm import BatchSpec, CommandResult, LocalRunner, SlurmClient
 
 _GPUDECK_IDS = itertools.count(1000)
+# Where a failed test's Slurm logs and job output files are kept: the cluster's own directory
+# goes with it at the end of the session.
+KEPT_LOGS = Path(tempfile.gettempdir()) / "gpudeck-slurm-logs"
 
 
 @pytest.fixture(scope="session")
@@ -37,10 +43,31 @@ def no_slurm_job_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[N
     """The cluster is the test process's: a job one test left running (a million-step SAE
     cancelled once, a sleep that outlived its assertion) would hold GPUs and cores through
     every test after it."""
+    if "slurm_cluster" not in request.fixturenames:
+        yield
+        return
+    cluster: SlurmCluster = request.getfixturevalue("slurm_cluster")
+    request.node.slurm_log_sizes = cluster.log_sizes()
     yield
-    if "slurm_cluster" in request.fixturenames:
-        cluster: SlurmCluster = request.getfixturevalue("slurm_cluster")
-        cluster.cancel_everything()
+    cluster.cancel_everything()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[None]:
+    """A failed test's Slurm logs (the lines the daemons wrote during it in the report; whole
+    logs and the test's job output files under KEPT_LOGS/<test>), so a CI failure says why."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    funcargs = getattr(item, "funcargs", {})
+    cluster: SlurmCluster | None = funcargs.get("slurm_cluster")
+    if report.when != "call" or not report.failed or cluster is None:
+        return
+    dest = KEPT_LOGS / re.sub(r"[^\w.-]+", "_", item.name)
+    shutil.rmtree(dest, ignore_errors=True)
+    said = cluster.keep_logs(dest, getattr(item, "slurm_log_sizes", {}))
+    if (tmp_path := funcargs.get("tmp_path")) is not None:
+        shutil.copytree(tmp_path, dest / "job-files", symlinks=True)
+    report.sections.append((f"Slurm logs during the test (all of them in {dest})", said))
 
 
 class CountingRunner(LocalRunner):

@@ -34,6 +34,9 @@ def ended(states: dict[str, JobState]) -> bool:
     return all(s.state in ("succeeded", "failed", "cancelled", "timeout") for s in states.values())
 
 
-def gate(path: Path) -> str:
-    """A shell line that waits until `path` exists: a job that runs until the test lets it go."""
-    return f"while [ ! -e {path} ]; do sleep 0.1; done"
+def gate(path: Path, started: Path | None = None) -> str:
+    """A shell line that waits until `path` exists: a job that runs until the test lets it go.
+    With `started`, it first creates that file: the job's own command runs (srun has its step),
+    which Slurm's RUNNING does not say (that is the batch script's start)."""
+    touch = f"touch {started}; " if started is not None else ""
+    return f"{touch}while [ ! -e {path} ]; do sleep 0.1; done"
