@@ -62,6 +62,7 @@ system-deps:
 	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
 	PATH="$$PATH:/usr/sbin" command -v slurmdbd >/dev/null && command -v sacct >/dev/null && \
 	  PATH="$$PATH:/usr/sbin" command -v mariadbd >/dev/null || missing="$$missing $(SLURM_PACKAGES)"; \
+	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing$$missing"; \
 	  ($(APT_GET) install -y -q $$missing >/dev/null 2>&1 || \

@@ -61,16 +61,38 @@ def add_slurm(
             "that fits",
         ),
     ] = None,
+    ssh: Annotated[
+        str | None,
+        typer.Option(
+            "--ssh",
+            help="user@host of a login node: Slurm's commands run there over ssh (access "
+            "'ssh'); default: on the API's host",
+        ),
+    ] = None,
+    ssh_port: Annotated[int, typer.Option("--ssh-port", help="the login node's port")] = 22,
+    ssh_key: Annotated[
+        str | None,
+        typer.Option("--ssh-key", help="the private key, a path on the API's host (mode 600)"),
+    ] = None,
+    known_hosts: Annotated[
+        str | None,
+        typer.Option(
+            "--known-hosts", help="a known_hosts file on the API's host with the login node's key"
+        ),
+    ] = None,
     url: UrlOption = "",
     as_json: JsonOption = False,
 ) -> None:
-    """Connect a Slurm cluster whose commands run on the API's host. Its partitions are checked
-    against Slurm when it answers."""
+    """Connect a Slurm cluster whose commands run on the API's host, or with --ssh on a login
+    node. Its partitions are checked against Slurm when it answers."""
     body: dict[str, Any] = {
         "name": name, "kind": "slurm", "partitions": partitions, "shared_dir": shared_dir,
         "account": account, "qos": qos, "slurm_conf": slurm_conf, "python": python,
         "gpu_memory": _gpu_memory(gpu_memory or []),
     }  # fmt: skip
+    if ssh is not None or ssh_key is not None or known_hosts is not None:
+        body.update(access="ssh", ssh_host=ssh, ssh_port=ssh_port, ssh_key_path=ssh_key,
+                    known_hosts_path=known_hosts)  # fmt: skip
     created = request("POST", url or default_url(), "/api/clusters", json=body)
     if as_json:
         print(json.dumps(created, indent=2))
@@ -95,16 +117,23 @@ def list_clusters(url: UrlOption = "", as_json: JsonOption = False) -> None:
     if not rows:
         console.print("no clusters (an admin adds one with `gpudeck clusters add slurm`)")
         return
-    listing = table("name", "kind", "partitions", "account", "qos", "shared dir", "state")
+    listing = table("name", "kind", "access", "partitions", "account", "qos", "shared dir", "state")
     for c, s in zip(rows, states, strict=True):
         listing.add_row(
-            c["name"], c["kind"], ", ".join(c["partitions"]), c["account"] or "-",
+            c["name"], c["kind"], _access(c), ", ".join(c["partitions"]), c["account"] or "-",
             c["qos"] or "-", c["shared_dir"], _reach(s),
         )  # fmt: skip
     console.print(listing)
     for s in states:
         if s["nodes"]:
             console.print(_nodes_table(s))
+
+
+def _access(cluster: dict[str, Any]) -> str:
+    if cluster["access"] != "ssh":
+        return cluster["access"]
+    port = "" if cluster.get("ssh_port") in (None, 22) else f":{cluster['ssh_port']}"
+    return f"ssh {cluster['ssh_host']}{port}"
 
 
 def _reach(state: dict[str, Any]) -> str:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, CheckConstraint, DateTime, String, Text, func
+from sqlalchemy import BigInteger, CheckConstraint, DateTime, Integer, String, Text, func
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -20,6 +20,11 @@ class Cluster(Base):
         CheckConstraint("kind = 'slurm'", name="ck_clusters_kind"),
         CheckConstraint("access IN ('local', 'ssh')", name="ck_clusters_access"),
         CheckConstraint("cardinality(partitions) >= 1", name="ck_clusters_partitions"),
+        CheckConstraint(
+            "access = 'local' OR (ssh_host IS NOT NULL AND ssh_port IS NOT NULL "
+            "AND ssh_key_path IS NOT NULL AND known_hosts_path IS NOT NULL)",
+            name="ck_clusters_ssh",
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -29,10 +34,15 @@ class Cluster(Base):
     account: Mapped[str | None] = mapped_column(String(64))
     qos: Mapped[str | None] = mapped_column(String(64))
     shared_dir: Mapped[str] = mapped_column(Text)
-    # How GPUDeck runs the cluster's commands: 'local' (this host is a submit host) for now;
-    # 'ssh' to a login node later, with its host in `ssh_host`.
+    # How GPUDeck runs the cluster's commands: 'local' (this host is a submit host) or 'ssh'
+    # to a login node: `ssh_host` (user@host) on `ssh_port`, signing in with the key at
+    # `ssh_key_path` and checking the host key against `known_hosts_path` (paths on the API's
+    # host; the key itself is never read by GPUDeck, only handed to ssh).
     access: Mapped[str] = mapped_column(String(16), server_default="local")
     ssh_host: Mapped[str | None] = mapped_column(String(255))
+    ssh_port: Mapped[int | None] = mapped_column(Integer)
+    ssh_key_path: Mapped[str | None] = mapped_column(Text)
+    known_hosts_path: Mapped[str | None] = mapped_column(Text)
     # The slurm.conf the commands read (SLURM_CONF); None: the host's default.
     slurm_conf: Mapped[str | None] = mapped_column(Text)
     # The Python the compute nodes start ranks with (GPUDeck installed in it, on the shared

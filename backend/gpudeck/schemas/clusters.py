@@ -28,6 +28,16 @@ def _absolute(path: str) -> str:
 AbsolutePath = Annotated[str, StringConstraints(max_length=4096), AfterValidator(_absolute)]
 
 
+# user@host for ssh: a user name and a host name or address; neither may start with '-', so
+# neither can become an ssh option (the argv also ends ssh's options with `--`).
+SshHost = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}@[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$"
+    ),
+    Field(description="user@host of the login node GPUDeck runs Slurm's commands on"),
+]
+
 GpuMemory = Annotated[int, Field(ge=2**30, le=2**44, description="bytes")]
 
 
@@ -44,8 +54,23 @@ class ClusterCreate(BaseModel):
     shared_dir: AbsolutePath = Field(
         description="a directory the compute nodes share, for the jobs' logs and checkpoints"
     )
-    # Only local commands today (this host is a submit host); SSH to a login node comes later.
-    access: Literal["local"] = "local"
+    access: Literal["local", "ssh"] = Field(
+        default="local",
+        description="where Slurm's commands run: 'local' (the API's host is a submit host) or "
+        "'ssh' (on a login node, as ssh_host, with ssh_key_path and known_hosts_path)",
+    )
+    ssh_host: SshHost | None = None
+    ssh_port: int = Field(default=22, ge=1, le=65535, description="the login node's SSH port")
+    ssh_key_path: AbsolutePath | None = Field(
+        default=None,
+        description="the private key GPUDeck signs in with, a file on the API's host readable "
+        "by its owner only",
+    )
+    known_hosts_path: AbsolutePath | None = Field(
+        default=None,
+        description="a known_hosts file on the API's host holding the login node's host key "
+        "(a host key it does not hold is refused)",
+    )
     slurm_conf: AbsolutePath | None = Field(
         default=None,
         description="the slurm.conf the commands read (SLURM_CONF); null: the host's",
@@ -75,6 +100,9 @@ class ClusterPublic(BaseModel):
     qos: str | None
     shared_dir: str
     access: str
+    ssh_host: str | None = Field(default=None, description="user@host, with access 'ssh'")
+    ssh_port: int | None = Field(default=None, description="with access 'ssh'")
+    known_hosts_path: str | None = Field(default=None, description="with access 'ssh'")
     slurm_conf: str | None
     python: str | None
     gpu_memory: dict[str, int] = Field(default_factory=dict)

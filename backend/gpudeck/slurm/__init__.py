@@ -2,7 +2,7 @@
 
 The adapter knows nothing of the database or the web (it imports only `core`, if anything): it
 turns typed values into Slurm's commands, run through an injected `CommandRunner` (argv lists,
-never shell strings: a local subprocess here, SSH to a login node later), and Slurm's answers
+never shell strings: a local subprocess here, or SSH to a login node), and Slurm's answers
 into GPUDeck's words.
 
     script.py   a batch script from typed values; a sweep's array split past MaxArraySize
@@ -12,6 +12,7 @@ into GPUDeck's words.
     states.py   Slurm's job states and pending reasons in GPUDeck's words
     records.py  parsing squeue, sacct and scontrol output
     runner.py   the command runner protocol and the local one
+    ssh.py      the runner on a login node over ssh (BatchMode, StrictHostKeyChecking)
 
 docs/slurm.md says how it is tested (a real two-node cluster) and what the executor adds.
 """

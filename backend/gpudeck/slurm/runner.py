@@ -1,7 +1,7 @@
 """How Slurm's commands are run: an injected runner of argv lists, never a shell string.
 
-The local runner is a subprocess on this machine; an SSH runner to a login node is the same
-protocol with `ssh host --` in front (its argv quoted for the remote shell with shlex.join).
+The local runner is a subprocess on this machine; the SSH runner (ssh.py) is the same protocol
+with `ssh ... user@host --` in front (its argv quoted for the remote shell with shlex.join).
 """
 
 from __future__ import annotations

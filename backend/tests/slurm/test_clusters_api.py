@@ -113,7 +113,7 @@ def test_an_unknown_partition_is_refused_naming_it_and_nothing_is_kept(
         ({"shared_dir": "relative/dir"}, "shared_dir"),
         ({"shared_dir": "/scratch/../etc"}, "shared_dir"),
         ({"kind": "kubernetes"}, "kind"),
-        ({"access": "ssh"}, "access"),  # not yet: SSH to a login node comes later
+        ({"access": "ssh"}, "ssh_host"),  # ssh needs its login node
         ({"partition": "gpu"}, "partition"),  # unknown field
         ({"slurm_conf": "/nonexistent/slurm.conf"}, "slurm_conf"),
     ],

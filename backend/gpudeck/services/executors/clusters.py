@@ -5,6 +5,7 @@ commits; Slurm is reached only through the adapter (gpudeck.slurm)."""
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from gpudeck.core.config import get_settings
 from gpudeck.models import Cluster, Job
 from gpudeck.schemas.clusters import (
     ClusterCreate,
@@ -23,8 +25,9 @@ from gpudeck.schemas.clusters import (
     GpuGresPublic,
 )
 from gpudeck.services.errors import Conflict, InvalidInput, NotFound
-from gpudeck.slurm import LocalRunner, NodeInfo, SlurmClient, SlurmError
+from gpudeck.slurm import CommandRunner, LocalRunner, NodeInfo, SlurmClient, SlurmError
 from gpudeck.slurm.records import expand_hostlist
+from gpudeck.slurm.ssh import HostKeyRejected, KeyRefused, SshRunner
 
 # The API answers within 2 s whatever the cluster does: one Slurm command, killed past this.
 # 1.5 s left too little for the request around it on a loaded machine (2.18 s answered with
@@ -51,11 +54,32 @@ class PartitionCheck:
 
 
 def slurm_client(cluster: Cluster, timeout_s: float = READ_TIMEOUT_S) -> SlurmClient:
-    """The adapter for `cluster`: its commands run here ('local'), with its slurm.conf."""
-    if cluster.access != "local":
-        raise InvalidInput([("access", f"{cluster.access} access is not supported yet")])
+    """The adapter for `cluster`: its commands run here ('local') or on its login node ('ssh'),
+    with its slurm.conf."""
+    return SlurmClient(command_runner(cluster), timeout_s=timeout_s)
+
+
+def command_runner(cluster: Cluster) -> CommandRunner:
+    if cluster.access == "ssh":
+        assert cluster.ssh_host and cluster.ssh_key_path and cluster.known_hosts_path
+        return SshRunner(
+            cluster.ssh_host, Path(cluster.ssh_key_path), Path(cluster.known_hosts_path),
+            port=cluster.ssh_port or 22, slurm_conf=cluster.slurm_conf,
+            control_dir=_control_dir(),
+        )  # fmt: skip
     env = None if cluster.slurm_conf is None else {**os.environ, "SLURM_CONF": cluster.slurm_conf}
-    return SlurmClient(LocalRunner(env), timeout_s=timeout_s)
+    return LocalRunner(env)
+
+
+def _control_dir() -> Path | None:
+    """Where ssh keeps one connection per login node open (<data_dir>/ssh, this user's only);
+    None, and a connection per command, when it cannot be made."""
+    path = get_settings().data_dir / "ssh"
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path
 
 
 def list_clusters(session: Session) -> list[Cluster]:
@@ -76,9 +100,9 @@ def add_cluster(
     (the check's note says so); an unknown partition is refused naming it, and nothing is kept."""
     if session.scalar(select(Cluster.id).where(Cluster.name == body.name)) is not None:
         raise ClusterExists(body.name)
-    if body.slurm_conf is not None and not _is_file(body.slurm_conf):
+    if body.slurm_conf is not None and body.access == "local" and not _is_file(body.slurm_conf):
         raise InvalidInput([("slurm_conf", f"no file {body.slurm_conf} on the API's host")])
-    cluster = Cluster(**body.model_dump(), created_by=created_by)
+    cluster = Cluster(**{**body.model_dump(), **_ssh_fields(body)}, created_by=created_by)
     check = check_partitions(client_for(cluster, READ_TIMEOUT_S), body.partitions)
     try:
         with session.begin_nested():
@@ -89,10 +113,50 @@ def add_cluster(
     return cluster, check
 
 
+def _ssh_fields(body: ClusterCreate) -> dict[str, object]:
+    """The ssh columns: all of them with access 'ssh' (paths resolved and checked), none with
+    'local'. Refusals name the field."""
+    fields = ("ssh_host", "ssh_key_path", "known_hosts_path")
+    if body.access == "local":
+        if given := [f for f in fields if getattr(body, f) is not None]:
+            raise InvalidInput([(f, "only with access 'ssh'") for f in given])
+        return {"ssh_port": None}
+    if missing := [f for f in fields if getattr(body, f) is None]:
+        raise InvalidInput([(f, "required with access 'ssh'") for f in missing])
+    assert body.ssh_key_path is not None and body.known_hosts_path is not None
+    return {
+        "ssh_key_path": _checked_file("ssh_key_path", body.ssh_key_path, private=True),
+        "known_hosts_path": _checked_file("known_hosts_path", body.known_hosts_path),
+    }
+
+
+def _checked_file(field: str, path: str, private: bool = False) -> str:
+    """`path` resolved, once it is a regular file this process may read (and, for a private
+    key, that neither its group nor others may read: ssh would refuse it anyway)."""
+    try:
+        resolved = Path(path).resolve(strict=True)
+        mode = resolved.stat().st_mode
+    except (OSError, RuntimeError):
+        raise InvalidInput([(field, f"no file {path} on the API's host")]) from None
+    if not stat.S_ISREG(mode):
+        raise InvalidInput([(field, f"{path} is not a regular file")])
+    if private and mode & 0o077:
+        raise InvalidInput([(field, f"{path} is readable by its group or others (mode "
+                                    f"{stat.S_IMODE(mode):04o}); chmod 600 it")])  # fmt: skip
+    if not os.access(resolved, os.R_OK):
+        raise InvalidInput([(field, f"{path} is not readable by GPUDeck's user")])
+    return str(resolved)
+
+
 def check_partitions(client: SlurmClient, wanted: list[str]) -> PartitionCheck:
     try:
         known = {p.name for p in client.partitions()}
     except SlurmError as exc:
+        # A wrong host key or a refused key is the admin's to fix, not an outage to wait out.
+        if isinstance(exc.__cause__, HostKeyRejected):
+            raise InvalidInput([("known_hosts_path", str(exc))]) from None
+        if isinstance(exc.__cause__, KeyRefused):
+            raise InvalidInput([("ssh_key_path", str(exc))]) from None
         return PartitionCheck(False, f"the cluster did not answer: {exc}")
     errors = [
         (f"partitions.{k}", f"no partition {name!r} on the cluster; it has {_names(known)}")
