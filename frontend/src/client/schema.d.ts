@@ -1132,10 +1132,11 @@ export interface components {
         ClusterCreate: {
             /**
              * Access
+             * @description where Slurm's commands run: 'local' (the API's host is a submit host) or 'ssh' (on a login node, as ssh_host, with ssh_key_path and known_hosts_path)
              * @default local
-             * @constant
+             * @enum {string}
              */
-            access?: "local";
+            access?: "local" | "ssh";
             /**
              * Account
              * @description sbatch --account
@@ -1157,6 +1158,11 @@ export interface components {
              * @constant
              */
             kind?: "slurm";
+            /**
+             * Known Hosts Path
+             * @description a known_hosts file on the API's host holding the login node's host key (a host key it does not hold is refused)
+             */
+            known_hosts_path?: string | null;
             /**
              * Name
              * @description GPUDeck's name for the cluster: lower-case letters, digits, _ and -
@@ -1187,6 +1193,19 @@ export interface components {
              * @description the slurm.conf the commands read (SLURM_CONF); null: the host's
              */
             slurm_conf?: string | null;
+            /** Ssh Host */
+            ssh_host?: string | null;
+            /**
+             * Ssh Key Path
+             * @description the private key GPUDeck signs in with, a file on the API's host readable by its owner only
+             */
+            ssh_key_path?: string | null;
+            /**
+             * Ssh Port
+             * @description the login node's SSH port
+             * @default 22
+             */
+            ssh_port?: number;
         };
         /** ClusterCreated */
         ClusterCreated: {
@@ -1212,6 +1231,11 @@ export interface components {
             };
             /** Kind */
             kind: string;
+            /**
+             * Known Hosts Path
+             * @description with access 'ssh'
+             */
+            known_hosts_path?: string | null;
             /** Name */
             name: string;
             /** Partitions */
@@ -1229,6 +1253,16 @@ export interface components {
             shared_dir: string;
             /** Slurm Conf */
             slurm_conf: string | null;
+            /**
+             * Ssh Host
+             * @description user@host, with access 'ssh'
+             */
+            ssh_host?: string | null;
+            /**
+             * Ssh Port
+             * @description with access 'ssh'
+             */
+            ssh_port?: number | null;
         };
         /**
          * ClusterJobRef
@@ -1289,6 +1323,11 @@ export interface components {
             };
             /** Kind */
             kind: string;
+            /**
+             * Known Hosts Path
+             * @description with access 'ssh'
+             */
+            known_hosts_path?: string | null;
             /** Name */
             name: string;
             /** Partitions */
@@ -1301,6 +1340,16 @@ export interface components {
             shared_dir: string;
             /** Slurm Conf */
             slurm_conf: string | null;
+            /**
+             * Ssh Host
+             * @description user@host, with access 'ssh'
+             */
+            ssh_host?: string | null;
+            /**
+             * Ssh Port
+             * @description with access 'ssh'
+             */
+            ssh_port?: number | null;
         };
         /**
          * ClusterState

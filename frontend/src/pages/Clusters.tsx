@@ -116,7 +116,12 @@ function ClusterCard({ cluster, isAdmin }: { cluster: Cluster; isAdmin: boolean 
         )}
       </div>
       <div className="small">
-        partitions {cluster.partitions.join(", ")} · account {cluster.account ?? "—"} · QOS {cluster.qos ?? "—"} · shared{" "}
+        <span data-testid="access">
+          {cluster.access === "ssh"
+            ? `over ssh to ${cluster.ssh_host}${cluster.ssh_port && cluster.ssh_port !== 22 ? `:${cluster.ssh_port}` : ""}`
+            : "local commands"}
+        </span>{" "}
+        · partitions {cluster.partitions.join(", ")} · account {cluster.account ?? "—"} · QOS {cluster.qos ?? "—"} · shared{" "}
         <code>{cluster.shared_dir}</code>
       </div>
       {remove.error && <div className="banner error">{remove.error.message}</div>}

@@ -145,6 +145,55 @@ describe("the clusters page", () => {
     await waitFor(() => expect(api.requests.filter((r) => r.method === "GET" && r.path === "/api/clusters")).toHaveLength(2));
   });
 
+  it("lets an admin connect a cluster over ssh, sending the login node's fields, and shows a refused key under its field", async () => {
+    const api = page(ADMIN, [], {
+      "POST /api/clusters": () => {
+        const msg = "/srv/keys/lab is readable by its group or others (mode 0644); chmod 600 it";
+        return json({ detail: [{ loc: ["body", "ssh_key_path"], msg, type: "invalid_input" }] }, 422);
+      },
+    });
+    const form = await screen.findByRole("form", { name: "connect a Slurm cluster" });
+    expect(within(form).queryByLabelText("login node")).toBeNull(); // local: no ssh fields
+    const user = userEvent.setup();
+    await user.selectOptions(within(form).getByLabelText("access"), "ssh");
+    expect(within(form).getByText(/mount it there/)).toBeInTheDocument();
+    await user.type(within(form).getByLabelText("name"), "lab");
+    await user.type(within(form).getByLabelText("partitions"), "gpu");
+    await user.type(within(form).getByLabelText("shared directory"), "/scratch/gpudeck");
+    await user.type(within(form).getByLabelText("login node"), "gpudeck@login.lab");
+    await user.type(within(form).getByLabelText("SSH port"), "2222");
+    await user.type(within(form).getByLabelText("SSH key"), "/srv/keys/lab");
+    await user.type(within(form).getByLabelText("known_hosts"), "/srv/keys/known_hosts");
+    await user.click(within(form).getByRole("button", { name: "Connect" }));
+
+    const error = await within(form).findByRole("alert");
+    expect(error).toHaveAttribute("data-field", "ssh_key_path");
+    expect(error).toHaveTextContent("readable by its group or others");
+    expect(api.requests.find((r) => r.method === "POST")?.body).toEqual({
+      name: "lab",
+      kind: "slurm",
+      partitions: ["gpu"],
+      shared_dir: "/scratch/gpudeck",
+      account: null,
+      qos: null,
+      access: "ssh",
+      slurm_conf: null,
+      ssh_host: "gpudeck@login.lab",
+      ssh_port: 2222,
+      ssh_key_path: "/srv/keys/lab",
+      known_hosts_path: "/srv/keys/known_hosts",
+    });
+  });
+
+  it("shows how each cluster is reached: local commands, or ssh to its login node", async () => {
+    const ssh = { ...cluster("lab"), access: "ssh", ssh_host: "gpudeck@login.lab", ssh_port: 2222, known_hosts_path: "/srv/kh" };
+    page(USER, [ssh, cluster("old")]);
+    const lab = await screen.findByRole("region", { name: "cluster lab" });
+    expect(within(lab).getByTestId("access")).toHaveTextContent("over ssh to gpudeck@login.lab:2222");
+    const old = screen.getByRole("region", { name: "cluster old" });
+    expect(within(old).getByTestId("access")).toHaveTextContent("local commands");
+  });
+
   it("lets an admin disconnect a cluster after confirming", async () => {
     const api = page(ADMIN, [cluster("lab")], { "DELETE /api/clusters/lab": () => json(cluster("lab")) });
     const lab = await screen.findByRole("region", { name: "cluster lab" });

@@ -9,13 +9,33 @@ const FIELDS = [
   { key: "shared_dir", label: "shared directory", hint: "shared by the compute nodes: logs and checkpoints" },
   { key: "account", label: "account", hint: "sbatch --account (optional)" },
   { key: "qos", label: "QOS", hint: "sbatch --qos (optional)" },
-  { key: "slurm_conf", label: "slurm.conf", hint: "SLURM_CONF on the API's host (optional)" },
+  { key: "slurm_conf", label: "slurm.conf", hint: "SLURM_CONF where the commands run (optional)" },
 ] as const;
-type Key = (typeof FIELDS)[number]["key"];
+/** With access "ssh": the login node Slurm's commands run on, and how GPUDeck signs in. */
+const SSH_FIELDS = [
+  { key: "ssh_host", label: "login node", hint: "user@host that runs sbatch, squeue, sacct, scontrol" },
+  { key: "ssh_port", label: "SSH port", hint: "default 22" },
+  { key: "ssh_key_path", label: "SSH key", hint: "a private key file on the API's host, mode 600" },
+  { key: "known_hosts_path", label: "known_hosts", hint: "a file on the API's host holding the login node's host key" },
+] as const;
+type Key = (typeof FIELDS)[number]["key"] | (typeof SSH_FIELDS)[number]["key"];
+type Access = "local" | "ssh";
+const EMPTY: Record<Key, string> = {
+  name: "",
+  partitions: "",
+  shared_dir: "",
+  account: "",
+  qos: "",
+  slurm_conf: "",
+  ssh_host: "",
+  ssh_port: "",
+  ssh_key_path: "",
+  known_hosts_path: "",
+};
 
-function bodyOf(values: Record<Key, string>): ClusterCreate {
+function bodyOf(values: Record<Key, string>, access: Access): ClusterCreate {
   const optional = (value: string) => (value.trim() === "" ? null : value.trim());
-  return {
+  const base: ClusterCreate = {
     name: values.name.trim(),
     kind: "slurm",
     partitions: values.partitions
@@ -25,28 +45,31 @@ function bodyOf(values: Record<Key, string>): ClusterCreate {
     shared_dir: values.shared_dir.trim(),
     account: optional(values.account),
     qos: optional(values.qos),
-    access: "local",
+    access,
     slurm_conf: optional(values.slurm_conf),
+  };
+  if (access === "local") return base;
+  const port = values.ssh_port.trim();
+  return {
+    ...base,
+    ssh_host: optional(values.ssh_host),
+    ssh_port: port === "" ? 22 : Number(port),
+    ssh_key_path: optional(values.ssh_key_path),
+    known_hosts_path: optional(values.known_hosts_path),
   };
 }
 
 /** Which form field an API error belongs to: `partitions.1` is the partitions box. */
 function fieldOf(path: string): Key | null {
   const head = path.split(".")[0];
-  return FIELDS.some((f) => f.key === head) ? (head as Key) : null;
+  return head !== undefined && head in EMPTY ? (head as Key) : null;
 }
 
-/** An admin connects a Slurm cluster whose commands run on the API's host (docs/slurm.md). */
+/** An admin connects a Slurm cluster whose commands run on the API's host, or on a login node over SSH (docs/slurm.md). */
 export function AddClusterForm() {
   const add = useAddCluster();
-  const [values, setValues] = useState<Record<Key, string>>({
-    name: "",
-    partitions: "",
-    shared_dir: "",
-    account: "",
-    qos: "",
-    slurm_conf: "",
-  });
+  const [values, setValues] = useState<Record<Key, string>>(EMPTY);
+  const [access, setAccess] = useState<Access>("local");
   const [added, setAdded] = useState<ClusterCreated | null>(null);
   const errors: Partial<Record<Key, string>> = {};
   let general: string | null = null;
@@ -63,18 +86,30 @@ export function AddClusterForm() {
   const submit = (event: FormEvent) => {
     event.preventDefault();
     setAdded(null);
-    add.mutate(bodyOf(values), {
+    add.mutate(bodyOf(values, access), {
       onSuccess: (cluster) => {
         setAdded(cluster);
-        setValues({ name: "", partitions: "", shared_dir: "", account: "", qos: "", slurm_conf: "" });
+        setValues(EMPTY);
       },
     });
   };
   return (
     <form className="card" onSubmit={submit} aria-label="connect a Slurm cluster">
       <h2>Connect a Slurm cluster</h2>
+      <div className="field">
+        <label htmlFor="cluster-access">access</label>
+        <select id="cluster-access" value={access} onChange={(e) => setAccess(e.target.value as Access)}>
+          <option value="local">local: the API's host is a submit host</option>
+          <option value="ssh">ssh: a login node runs Slurm's commands</option>
+        </select>
+        {access === "ssh" && (
+          <span className="field-hint muted">
+            Jobs' files are read from the shared directory at the same path on the API's host: mount it there.
+          </span>
+        )}
+      </div>
       <div className="field-grid">
-        {FIELDS.map((f) => (
+        {[...FIELDS, ...(access === "ssh" ? SSH_FIELDS : [])].map((f) => (
           <div className="field" key={f.key}>
             <label htmlFor={`cluster-${f.key}`}>{f.label}</label>
             <input
