@@ -82,9 +82,7 @@ def child(backend: Path, repeats: int, per_device: int) -> dict[str, object]:
         f"{str(REPO / 'bench')!r}); import share_preempt as b; "
         f"print(json.dumps(b.measure({repeats}, {per_device})))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -102,10 +100,8 @@ def main() -> None:
         trees = {opts.base: Path(tmp) / "backend", "this checkout": REPO / "backend"}
         for r in range(opts.rounds):
             for name, tree in trees.items():
-                print(
-                    f"round {r + 1} {name:>14} ({opts.per_device} a device): {child(tree, opts.repeats, opts.per_device)}",
-                    flush=True,
-                )
+                found = child(tree, opts.repeats, opts.per_device)
+                print(f"round {r + 1} {name:>14} ({opts.per_device} a device): {found}", flush=True)
 
 
 if __name__ == "__main__":

@@ -47,15 +47,11 @@ def runtime_closure(present: set[str], root: str = "gpudeck") -> dict[str, str]:
     """name -> installed version for every distribution gpudeck needs at run time here and the
     target lacks; a distribution the target has brings its own needs there."""
     found: dict[str, str] = {}
-    seen: set[tuple[str, str]] = (
-        set()
-    )  # (distribution, extra): an extra's needs count too
+    seen: set[tuple[str, str]] = set()  # (distribution, extra): an extra's needs count too
     todo = [(Requirement(r), "") for r in distribution(root).requires or []]
     while todo:
         req, extra_of_parent = todo.pop()
-        if req.marker is not None and not req.marker.evaluate(
-            {"extra": extra_of_parent}
-        ):
+        if req.marker is not None and not req.marker.evaluate({"extra": extra_of_parent}):
             continue  # another extra's requirement (dev tools) or another platform's
         name = canonical(req.name)
         if name in present or CUDA_STACK.match(name):
@@ -75,9 +71,7 @@ def runtime_closure(present: set[str], root: str = "gpudeck") -> dict[str, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument(
-        "--present", type=Path, help="distributions the target already has"
-    )
+    parser.add_argument("--present", type=Path, help="distributions the target already has")
     parser.add_argument("--python-version", default="3.12")
     args = parser.parse_args()
     present = set()
@@ -111,9 +105,7 @@ def main() -> int:
         "--no-build-isolation",
     ]
     subprocess.run([*build, "-w", str(args.out), str(ROOT / "backend")], check=True)
-    print(
-        f"{len(wanted)} dependency wheels + gpudeck in {args.out}: {', '.join(wanted)}"
-    )
+    print(f"{len(wanted)} dependency wheels + gpudeck in {args.out}: {', '.join(wanted)}")
     return 0
 
 
