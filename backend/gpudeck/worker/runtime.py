@@ -142,8 +142,14 @@ class WorkerRuntime:
             handles = dict(self._jobs)
         if not handles:
             return
+        # This node's parts first, committed alone: a peer hung inside its own heartbeat holds
+        # the job rows' locks (lifecycle.renew_parts), and the wait for them is bounded by a beat.
         with transaction(self.sessionmaker) as session:
-            pulses = runs.heartbeat(session, list(handles), self.settings.node_name)
+            runs.renew_parts(session, list(handles), self.settings.node_name)
+        with transaction(self.sessionmaker) as session:
+            pulses = runs.heartbeat(
+                session, list(handles), lock_wait_s=self.settings.heartbeat_interval_s
+            )
         for job_id, handle in handles.items():
             pulse = pulses.get(job_id)
             if pulse is None:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import redis
 from harness import register_devices
 from pydantic import ValidationError
 from sqlalchemy import text
-from sqlalchemy.orm import Session
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
 
+from gpudeck.core.config import Settings
+from gpudeck.engine.launch import Launcher
 from gpudeck.models import Job, JobStatus
 from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services.cluster.inventory import list_nodes
@@ -21,6 +26,7 @@ from gpudeck.services.runs import multinode
 from gpudeck.services.runs.multinode import Part
 from gpudeck.services.runs.reaper import reap_lost
 from gpudeck.services.submit import submission
+from gpudeck.worker.runtime import WorkerRuntime
 
 CONFIG = {"steps": 10, "batch_size": 64}
 
@@ -306,3 +312,42 @@ def test_a_silent_node_is_the_cause_when_its_peers_only_lost_it(
     assert reaped is not None and reaped.error is not None
     assert reaped.error.startswith("node beta: no heartbeat for over 30 s")
     assert reaped.error.endswith(f"; then on node alpha: {PEER}")
+
+
+def test_a_peer_hung_inside_its_heartbeat_holds_back_neither_this_nodes_lease_nor_its_beat(
+    db: Session, two_nodes: None, settings: Settings, session_factory: sessionmaker[Session]
+) -> None:
+    """beta stops (SIGSTOP, its link down) between its heartbeat's UPDATE of the job row and its
+    commit: it holds the row's lock until Postgres ends its session (the idle bound, a lease).
+    alpha's worker renewed its own part in the same transaction and queued behind that lock, so
+    its part went stale too and the reaper blamed both nodes (CI: 'node node-a, node-b: no
+    heartbeat', the 'link down' fault). alpha's part is now committed first, alone, and its wait
+    for the job rows ends after a beat."""
+    job = across(db, [("alpha", 0), ("beta", 0)])
+    claimed(db, job)
+    db.execute(text("UPDATE job_nodes SET heartbeat_at = now() - interval '1 hour'"))
+    db.commit()
+    hung = session_factory()
+    alpha = WorkerRuntime(
+        settings.model_copy(update={"node_name": "alpha", "heartbeat_interval_s": 0.5}),
+        launcher=Launcher(),
+    )
+    try:
+        assert job.id in runs.heartbeat(hung, [job.id], "beta")  # locked, never committed
+        alpha.track(job.id)
+        started = time.monotonic()
+        with pytest.raises(DBAPIError, match="lock timeout"):
+            alpha.heartbeat_once()
+        assert time.monotonic() - started < 3  # a beat of 0.5 s, not beta's session's life
+        fresh = text("SELECT node, heartbeat_at > now() - interval '1 minute' FROM job_nodes")
+        assert dict(db.execute(fresh).all()) == {"alpha": True, "beta": False}
+    finally:
+        alpha.engine.dispose()
+        hung.rollback()
+        hung.close()
+    db.commit()
+    assert reap_lost(db, lease_s=30) == [job.id]
+    db.commit()
+    reaped = db.get(Job, job.id, populate_existing=True)
+    assert reaped is not None and reaped.error is not None
+    assert reaped.error.startswith("node beta: no heartbeat"), reaped.error
