@@ -71,6 +71,9 @@ def parse_squeue(stdout: str) -> list[JobState]:
                     nodes=_value(nodes),
                     gpus=gpus * int(node_count) if gpus is not None and state != "queued" else None,
                     comment=_value(comment),
+                    # COMPLETED is Slurm's word for "every process exited 0": the exit code is
+                    # known before slurmdbd's record (which sacct reads) catches up.
+                    exit_code=0 if word == "COMPLETED" else None,
                     source="squeue",
                 )
             )

@@ -16,6 +16,7 @@ from gpudeck.slurm.records import (
     parse_nodes,
     parse_partitions,
     parse_sacct,
+    parse_squeue,
 )
 
 
@@ -58,6 +59,18 @@ def test_sacct_lines_read_state_exit_code_and_gpus() -> None:
         "timeout",
         "gpudeck:a|b",
     )
+
+
+def test_a_job_squeue_lists_as_completed_exited_0_before_sacct_has_its_record() -> None:
+    """Seen in CI: the job ended 0.1 s after it started; squeue said COMPLETED, slurmdbd's record
+    still said RUNNING, and the job read `succeeded` with no exit code. COMPLETED means every
+    process exited 0; a failure's code waits for sacct."""
+    [done, failed] = parse_squeue(
+        "7|7|COMPLETED|None|1|n1|gres/gpu:2|gpudeck:3\n8|8|FAILED|NonZeroExitCode|1|n1|N/A|x\n"
+    )
+    assert (done.state, done.exit_code, failed.state, failed.exit_code) == (
+        "succeeded", 0, "failed", None
+    )  # fmt: skip
 
 
 def test_node_records_keep_values_with_spaces_and_read_gpus_in_use() -> None:
