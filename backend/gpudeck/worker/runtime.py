@@ -18,6 +18,7 @@ from gpudeck.core.redis import sync_client
 from gpudeck.engine.kinds import registry
 from gpudeck.engine.launch import PRELOAD, Launcher
 from gpudeck.services.runs import lifecycle as runs
+from gpudeck.services.runs import multinode
 from gpudeck.worker.log_shipper import ship_leftovers
 from gpudeck.worker.runner import JobHandle, JobRunner
 
@@ -143,9 +144,9 @@ class WorkerRuntime:
         if not handles:
             return
         # This node's parts first, committed alone: a peer hung inside its own heartbeat holds
-        # the job rows' locks (lifecycle.renew_parts), and the wait for them is bounded by a beat.
+        # the job rows' locks (multinode.renew_parts), and the wait for them is bounded by a beat.
         with transaction(self.sessionmaker) as session:
-            runs.renew_parts(session, list(handles), self.settings.node_name)
+            multinode.renew_parts(session, list(handles), self.settings.node_name)
         with transaction(self.sessionmaker) as session:
             pulses = runs.heartbeat(
                 session, list(handles), lock_wait_s=self.settings.heartbeat_interval_s

@@ -206,33 +206,20 @@ def requeue_job(session: Session, job_id: int) -> Job | None:
     return job_state.transition(session, job_id, JobStatus.queued, error=reason)
 
 
-def renew_parts(session: Session, job_ids: Sequence[int], node: str) -> None:
-    """`node`'s lease on its parts of those of `job_ids` that span nodes. The worker commits it
-    on its own, before `heartbeat`: a peer hung inside its heartbeat (SIGSTOP, its link down)
-    holds the job rows' locks until Postgres ends its session, and this node's lease must not
-    wait behind them (it did: the reaper then named both nodes as silent)."""
-    multinode.renew_parts(session, job_ids, node)
-
-
 def heartbeat(
-    session: Session,
-    job_ids: Sequence[int],
-    node: str | None = None,
-    *,
-    lock_wait_s: float | None = None,
+    session: Session, job_ids: Sequence[int], *, lock_wait_s: float | None = None
 ) -> dict[int, Pulse]:
-    """Renew the lease of the active jobs among `job_ids` (and of `node`'s parts of those that
-    span nodes); jobs missing from the answer are no longer active (finished, or reaped as
-    lost) and must be stopped by their runner. `lock_wait_s` bounds the wait for the job rows'
-    locks (Postgres's lock_timeout for this transaction): past it the call raises, and the
-    caller beats again at its next interval instead of queueing behind a hung peer."""
+    """Renew the lease of the active jobs among `job_ids` (a node's parts of jobs across nodes
+    are `multinode.renew_parts`'); jobs missing from the answer are no longer active (finished,
+    or reaped as lost) and must be stopped by their runner. `lock_wait_s` bounds the wait for
+    the job rows' locks (Postgres's lock_timeout for this transaction): past it the call
+    raises, and the caller beats again at its next interval instead of queueing behind a hung
+    peer."""
     if not job_ids:
         return {}
     if lock_wait_s is not None:
         timeout = f"{max(1, round(lock_wait_s * 1000))}ms"
         session.execute(select(func.set_config("lock_timeout", timeout, True)))
-    if node is not None:
-        renew_parts(session, job_ids, node)
     active = Job.status.in_(list(ACTIVE))
     # Row locks in id order, as every multi-row locker takes them (jobs.state.lock_jobs: a
     # sweep's cancel): an UPDATE alone locks in the order it scans the table, which after

@@ -135,7 +135,10 @@ def _holds_devices(session: Session, job_id: int, node: str) -> bool:
 
 
 def renew_parts(session: Session, job_ids: Sequence[int], node: str) -> None:
-    """This node's lease on its parts of `job_ids` (none for single-node jobs: no rows)."""
+    """This node's lease on its parts of `job_ids` (none for single-node jobs: no rows). The
+    worker commits it on its own, before `lifecycle.heartbeat`: a peer hung inside its heartbeat
+    (SIGSTOP, its link down) holds the job rows' locks until Postgres ends its session, and this
+    node's lease must not wait behind them (it did: the reaper then named both nodes silent)."""
     session.execute(
         update(JobNode)
         .where(JobNode.job_id.in_(list(job_ids)), JobNode.node == node)

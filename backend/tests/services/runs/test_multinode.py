@@ -157,7 +157,8 @@ def test_one_node_failing_fails_the_job_and_each_node_frees_its_devices_when_its
     assert holders[("beta", 0)] is None
     alpha = holders[("alpha", 0)]
     assert alpha is not None and alpha.job_id == job.id and alpha.releasing
-    assert runs.heartbeat(db, [job.id], "alpha") == {}  # alpha's runner is told to stop
+    multinode.renew_parts(db, [job.id], "alpha")
+    assert runs.heartbeat(db, [job.id]) == {}  # alpha's runner is told to stop
     assert multinode.confirm_part(db, job.id, "alpha") == 1
     db.commit()
     assert db.scalars(text(LIVE)).all() == []
@@ -169,7 +170,8 @@ def test_the_reaper_takes_a_job_whose_one_node_stopped_beating(
 ) -> None:
     job = across(db, [("alpha", 0), ("beta", 0)])
     claimed(db, job)
-    runs.heartbeat(db, [job.id], "alpha")  # alpha beats: the job's own heartbeat is fresh
+    multinode.renew_parts(db, [job.id], "alpha")  # alpha beats: its part and the job's heartbeat
+    runs.heartbeat(db, [job.id])
     db.execute(
         text("UPDATE job_nodes SET heartbeat_at = now() - interval '1 hour' WHERE node = 'beta'")
     )
@@ -333,7 +335,8 @@ def test_a_peer_hung_inside_its_heartbeat_holds_back_neither_this_nodes_lease_no
         launcher=Launcher(),
     )
     try:
-        assert job.id in runs.heartbeat(hung, [job.id], "beta")  # locked, never committed
+        multinode.renew_parts(hung, [job.id], "beta")
+        assert job.id in runs.heartbeat(hung, [job.id])  # locked, never committed
         alpha.track(job.id)
         started = time.monotonic()
         with pytest.raises(DBAPIError, match="lock timeout"):
