@@ -4,8 +4,11 @@ same run (each in its own process, alternating).
 
 8 devices of 76 usable GiB, each packed with 16 preemptible sharing jobs of priority 0 (2 to 7
 GiB, 72 GiB in all, 4 free; or 4 jobs of 7 to 30 GiB), and a queue of 24 sharing jobs of
-priority 5 needing 8 to 30 GiB: each must stop some jobs on some device. Prints each pass's
-median and worst time, and how many jobs it stopped and the GiB they reserved.
+priority 5 needing 8 to 30 GiB: each must stop some jobs on some device. Each running job has
+run 0 to 60 minutes since its last checkpoint (spread by its id, the same in both trees; a tree
+whose `Holding` has no `unsaved_s` chooses without it). Prints each pass's median and worst
+time, its median CPU time (steadier on a shared machine), how many jobs it stopped, the GiB
+they reserved and the device-minutes of work they lose.
 
     .venv/bin/python bench/share_preempt.py [--base HEAD] [--repeats 30] [--per-device 16]
 """
@@ -32,17 +35,27 @@ SIZES_GIB = {  # the jobs on each device, 72 GiB in all
 }
 
 
+def unsaved_s(job_id: int) -> float:
+    """The seconds job `job_id` has run since its last checkpoint: 0 to 60 minutes, spread."""
+    return float(job_id * 7919 % 3600)
+
+
 def measure(repeats: int, per_device: int) -> dict[str, object]:
     """Run in a child whose sys.path starts at the backend to measure."""
+    from dataclasses import fields
+
     from gpudeck.services.queue.plan import Dev, Holding, Waiting, plan
 
+    knows_lost_work = "unsaved_s" in {f.name for f in fields(Holding)}
     sizes = SIZES_GIB[per_device]
     devices, holding = [], []
     for d in range(8):
+        ids = [100 * (d + 1) + j for j in range(len(sizes))]
+        lost = [{"unsaved_s": unsaved_s(i)} if knows_lost_work else {} for i in ids]
         jobs = [
-            Holding(100 * (d + 1) + j, "ada", (("n", f"u{d}"),), NOW + 3600, priority=0,
-                    preemptible=True, share_bytes=n * GiB)
-            for j, n in enumerate(sizes)
+            Holding(i, "ada", (("n", f"u{d}"),), NOW + 3600, priority=0, preemptible=True,
+                    share_bytes=n * GiB, **more)
+            for i, n, more in zip(ids, sizes, lost, strict=True)
         ]  # fmt: skip
         holding += jobs
         devices.append(
@@ -63,17 +76,21 @@ def measure(repeats: int, per_device: int) -> dict[str, object]:
         )
         for i in range(1, 25)
     ]
-    times, out = [], None
+    times, cpu_times, out = [], [], None
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = plan(devices, holding, waiting, now=NOW)
         times.append(time.perf_counter() - t0)
+        cpu_times.append(time.process_time() - c0)
     assert out is not None
     stopped = [v for v, _ in out.preempts]
-    lost = sum(h.share_bytes or 0 for h in holding if h.id in set(stopped)) / GiB
-    return {"median_ms": statistics.median(times) * 1e3, "max_ms": max(times) * 1e3,
+    gib = sum(h.share_bytes or 0 for h in holding if h.id in set(stopped)) / GiB
+    lost_min = sum(unsaved_s(h.id) * len(h.devices) for h in holding if h.id in set(stopped)) / 60
+    return {"median_ms": round(statistics.median(times) * 1e3, 2),
+            "max_ms": round(max(times) * 1e3, 2),
+            "cpu_median_ms": round(statistics.median(cpu_times) * 1e3, 2),
             "preempting": len({j for _, j in out.preempts}), "victims": len(stopped),
-            "lost_gib": lost}  # fmt: skip
+            "stopped_gib": gib, "lost_device_min": round(lost_min, 1)}  # fmt: skip
 
 
 def child(backend: Path, repeats: int, per_device: int) -> dict[str, object]:

@@ -7,7 +7,8 @@ job N"). A waiting *sharing* job of higher priority stops sharing jobs until its
 fits (plan/share_preempt.py: the lowest priority, then the largest reservation, each one the
 room does without spared; never a non-preemptible one), starts once they have released their
 bytes, and the reservations on the device never exceed its usable memory meanwhile; where no
-set of preemptible jobs frees enough, nothing is stopped and it waits for memory."""
+set of preemptible jobs frees enough, nothing is stopped and it waits for memory. Of jobs alike
+in priority and size, the one that checkpointed last is stopped: it loses the least work."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from gpudeck.core.config import get_settings
 from gpudeck.models import Job, JobStatus
 from gpudeck.scheduler.duties import Context, schedule_queue
 from gpudeck.schemas.jobs import JobCreate
+from gpudeck.services.jobs.events import CheckpointRecord, record_checkpoint
 from gpudeck.services.placement.recommend import usable_when_idle
 from gpudeck.services.queue.passes import run_pass
 from gpudeck.services.queue.plan import Info
@@ -253,3 +255,44 @@ def test_a_sharing_job_stops_nothing_when_no_preemptible_jobs_free_enough(
         assert schedule_queue(scheduler) == [urgent.id] and _stopping(db) == {}
         assert _live(db) == {small.id: [0], urgent.id: [0]}
     assert 0 < most[0] <= USABLE
+
+
+def _ran_for(db: Session, job: Job, *, started_s_ago: int, checkpointed_s_ago: int) -> None:
+    """Backdate the job's start, and record its checkpoint as written that long ago."""
+    db.execute(
+        text("UPDATE jobs SET started_at = now() - make_interval(secs => :s) WHERE id = :id"),
+        {"s": started_s_ago, "id": job.id},
+    )
+    record_checkpoint(db, job.id, CheckpointRecord(1, f"checkpoints/{job.id}/step_1", [], 0, None))
+    db.execute(
+        text("UPDATE checkpoints SET created_at = now() - make_interval(secs => :s) "
+             "WHERE job_id = :id"),
+        {"s": checkpointed_s_ago, "id": job.id},
+    )  # fmt: skip
+    db.commit()
+
+
+def test_a_sharing_job_stops_the_job_that_just_checkpointed_not_one_ten_minutes_past_its_last(
+    scheduler: Context, db: Session
+) -> None:
+    register_devices(db, "1x20GiB")
+    db.execute(text("UPDATE nodes SET share_memory = true, share_across_users = true"))
+    db.commit()
+    # Two alike jobs (8 GiB, priority 0, both running 10 minutes); the older one checkpointed
+    # a second ago, the newer one last checkpointed before its current run began (12 minutes
+    # ago: a resume restarts from there, so its 10 minutes are lost). Alike but for that, the
+    # newest would be stopped.
+    fresh = _running_share(db, 0, preemptible=True, reserved_bytes=8 * GiB)
+    stale = _running_share(db, 0, preemptible=True, reserved_bytes=8 * GiB)
+    _ran_for(db, fresh, started_s_ago=600, checkpointed_s_ago=1)
+    _ran_for(db, stale, started_s_ago=600, checkpointed_s_ago=720)
+    spec = _share_spec(10 * GiB, count=1, node=TEST_NODE, priority=5)  # 3 GiB free: one must go
+    urgent = submission.create_job(db, spec, owner=Submitter("boss", is_admin=True))
+    db.commit()
+
+    assert schedule_queue(scheduler) == []
+    assert _stopping(db) == {fresh.id: urgent.id}
+    assert runs.requeue_job(db, fresh.id) is not None
+    db.commit()
+    assert schedule_queue(scheduler) == [urgent.id]
+    assert _live(db) == {stale.id: [0], urgent.id: [0]}

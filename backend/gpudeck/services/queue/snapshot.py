@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from gpudeck.models import Allocation, Device, Job, JobRun, JobStatus, Node, UserQuota
+from gpudeck.models import Allocation, Checkpoint, Device, Job, JobRun, JobStatus, Node, UserQuota
 from gpudeck.services.cluster.inventory import OFFLINE_AFTER_S
 from gpudeck.services.jobs import state as job_state
 from gpudeck.services.placement.live_memory import Readings, usable
@@ -157,6 +157,16 @@ def expected_end(
     return limit_at, False
 
 
+def unsaved_s(now: float, started_at: datetime | None, checkpointed_at: datetime | None) -> float:
+    """The seconds a running job has run since the point a resume restarts it from: its newest
+    checkpoint, or its start (of this run: a preempted job's start is set again when it runs
+    again) when it has none since. Not started: none."""
+    if started_at is None:
+        return 0.0
+    restore_at = max(_epoch(started_at, now), _epoch(checkpointed_at, 0.0))
+    return max(0.0, now - restore_at)
+
+
 # The last this many succeeded jobs of an owner, from the last RUN_SHARE_DAYS, tell how much
 # of their time limit that owner's jobs run; fewer than RUN_SHARE_MIN: none is assumed.
 RUN_SHARE_JOBS = 20
@@ -231,6 +241,12 @@ def snapshot(
     return now, devices, holding, waiting_jobs(session, now, cache)
 
 
+# When a holding job last checkpointed: a resume restarts there (pruned ones are gone).
+_NEWEST_CHECKPOINT = (
+    select(func.max(Checkpoint.created_at))
+    .where(Checkpoint.job_id == Job.id, Checkpoint.deleted_at.is_(None))
+    .scalar_subquery()
+)
 _HOLDS = (
     select(
         Allocation.node,
@@ -248,6 +264,7 @@ _HOLDS = (
         Job.progress_rate,
         Job.sweep_id,
         Allocation.reserved_bytes,
+        _NEWEST_CHECKPOINT,
     )
     .join(Job, Job.id == Allocation.job_id)
     .where(Allocation.released_at.is_(None))
@@ -263,10 +280,11 @@ def _holdings(
     sharing: dict[tuple[str, str], Sharing] = {}
     held: dict[int, list[tuple[str, str]]] = defaultdict(list)
     meta: dict[int, tuple[str, float, int, bool, bool, bool, int | None, bool, float | None]] = {}
+    unsaved: dict[int, float] = {}  # the seconds each has run since its restore point
     share: dict[int, int] = {}  # a sharing job's reservation on each of its devices
     for row in session.execute(_HOLDS):
         node, uuid, job_id, owner, started_at, limit, priority, preemptible, stopping = row[:9]
-        ended, step, total, rate, sweep, reserved = row[9:]
+        ended, step, total, rate, sweep, reserved, checkpointed_at = row[9:]
         holder[(node, uuid)] = job_id
         was = sharing.get((node, uuid), NO_SHARING)
         if reserved is None:
@@ -286,13 +304,14 @@ def _holdings(
         else:
             ends, estimated = expected_end(now, _epoch(started_at, now) + limit, step, total, rate)
         run_s = total / rate if rate and total else None  # its whole run at its rate
+        unsaved[job_id] = unsaved_s(now, started_at, checkpointed_at)
         meta[job_id] = (
             owner, ends, priority, preemptible, stopping, estimated, sweep, ended, run_s
         )  # fmt: skip
     holding = [
         Holding(
             j, owner, tuple(held[j]), ends, priority, preemptible, stopping, estimated, sweep,
-            ended=ended, run_s=run_s, share_bytes=share.get(j),
+            ended=ended, run_s=run_s, share_bytes=share.get(j), unsaved_s=unsaved[j],
         )
         for j, (owner, ends, priority, preemptible, stopping, estimated, sweep, ended, run_s)
         in meta.items()

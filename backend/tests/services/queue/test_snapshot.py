@@ -2,9 +2,12 @@
 database. Fair share's usage comes from each segment a job spent on devices (moved from
 tests/scheduler/test_fair_share.py); the snapshot takes holders, ended jobs' releasing devices,
 outside processes, live memory and offline nodes; a running job's expected end; quotas; free
-devices; and each owner's share of their time limit that their recent jobs ran."""
+devices; each owner's share of their time limit that their recent jobs ran; and the seconds
+each holding job has run since its newest checkpoint (the work a stop would lose)."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 import pytest
 from harness import TEST_NODE, make_job
@@ -12,6 +15,7 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from gpudeck.models import Device, JobStatus, UserQuota
+from gpudeck.services.jobs import events
 from gpudeck.services.jobs import state as job_state
 from gpudeck.services.placement.live_memory import LiveMemory
 from gpudeck.services.placement.recommend import usable_of
@@ -24,6 +28,7 @@ from gpudeck.services.queue.snapshot import (
     quotas,
     run_shares,
     snapshot,
+    unsaved_s,
     usage_by_owner,
 )
 
@@ -84,6 +89,47 @@ def test_a_running_job_ends_at_its_measured_rate_never_past_its_limit() -> None:
     # No rate, a rate of 0 or no total: only the time limit is known, and it is a bound.
     for rate, total in ((None, 1100), (0.0, 1100), (10.0, None)):
         assert expected_end(0.0, 900.0, 100, total, rate) == (900.0, False)
+
+
+def test_unsaved_work_runs_from_the_newest_checkpoint_or_the_start_of_this_run() -> None:
+    def at(epoch_s: float) -> datetime:
+        return datetime.fromtimestamp(epoch_s, UTC)
+
+    assert unsaved_s(1000.0, None, None) == 0.0  # not started: nothing to lose
+    assert unsaved_s(1000.0, at(400), None) == 600.0  # no checkpoint: all of this run
+    assert unsaved_s(1000.0, at(400), at(900)) == 100.0  # since its newest checkpoint
+    # A checkpoint from before this run began (it was preempted, then resumed from it): this
+    # run's start, which the resume began from.
+    assert unsaved_s(1000.0, at(400), at(300)) == 600.0
+    assert unsaved_s(1000.0, at(400), at(1001)) == 0.0  # written after the pass's now
+
+
+def test_the_snapshot_takes_each_holding_jobs_unsaved_seconds(db: Session, devices: str) -> None:
+    job = make_job(db, devices=[0, 1], status=JobStatus.running)
+    db.execute(
+        text("UPDATE jobs SET started_at = now() - interval '600 s' WHERE id = :j"), {"j": job.id}
+    )
+    for step, ago_s in ((10, 300), (20, 100)):
+        record = events.CheckpointRecord(step, f"checkpoints/{job.id}/step_{step}", [], 0, None)
+        events.record_checkpoint(db, job.id, record)
+        db.execute(
+            text(
+                "UPDATE checkpoints SET created_at = now() - make_interval(secs => :s)"
+                " WHERE job_id = :j AND step = :step"
+            ),
+            {"s": ago_s, "j": job.id, "step": step},
+        )
+    db.commit()
+    held = {h.id: h for h in snapshot(db, None)[2]}
+    db.rollback()
+    assert held[job.id].unsaved_s == pytest.approx(100, abs=5)
+    assert held[job.id].lost_device_s == pytest.approx(200, abs=10)  # on each of its 2 devices
+    # The newest pruned: a resume restarts from the one before.
+    events.mark_pruned(db, job.id, [10])
+    db.commit()
+    held = {h.id: h for h in snapshot(db, None)[2]}
+    db.rollback()
+    assert held[job.id].unsaved_s == pytest.approx(300, abs=5)
 
 
 def _set_external(db: Session, index: int) -> None:

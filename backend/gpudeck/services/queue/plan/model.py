@@ -65,6 +65,17 @@ class Holding:
     # A job sharing its devices by memory: its reservation on each (None: whole devices). It
     # frees those bytes when stopped; its device comes free only with every job sharing it.
     share_bytes: int | None = None
+    # The seconds it has run since the point a resume would restart it from, at the pass's
+    # now: its newest checkpoint, or its start when it has none since (snapshot). Stopping it
+    # now throws them away on each of its devices: `lost_device_s`.
+    unsaved_s: float = 0.0
+    # The work stopping it now loses, in whole device-seconds (victim sets are compared by
+    # sums of them, and whole numbers add up the same in any order).
+    lost_device_s: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Computed once: a victims' search reads it for every set it weighs.
+        object.__setattr__(self, "lost_device_s", round(self.unsaved_s * len(self.devices)))
 
 
 @dataclass(frozen=True)

@@ -39,14 +39,16 @@ def _on(state: DeviceState, keys: Iterable[Key]) -> list[Holding]:
     return list({i: state.holdings[i] for k in keys for i in state.occupants(k)}.values())
 
 
-def _cost(state: DeviceState) -> Callable[[Holding], tuple[bool, int, int, int]]:
+def _cost(state: DeviceState) -> Callable[[Holding], tuple[bool, int, int, int, int]]:
     """The order victims are taken in: those already stopping first, then the lowest priority,
     then the fewest jobs beside them on their devices (a sharing job frees its device only
-    with all of them; a whole-device holder is alone), then the largest: the fewest victims."""
+    with all of them; a whole-device holder is alone), then the largest: the fewest victims;
+    then the least work lost (device-seconds since their newest checkpoint), so of jobs alike
+    in all that the one that just checkpointed goes, not the one an hour past its last."""
 
-    def cost(h: Holding) -> tuple[bool, int, int, int]:
+    def cost(h: Holding) -> tuple[bool, int, int, int, int]:
         beside = set().union(*(state.occupants(k) for k in h.devices if k in state.devs))
-        return (not h.stopping, h.priority, len(beside), -len(h.devices))
+        return (not h.stopping, h.priority, len(beside), -len(h.devices), h.lost_device_s)
 
     return cost
 

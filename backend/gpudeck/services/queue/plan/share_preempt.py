@@ -6,14 +6,18 @@ outside process runs on it, no later job of the reservation needs it, its node a
 and the job's reservation fits it idle. On a shared device the victims are the jobs sharing it:
 where the node does not let users share, every other user's job first (they must all go), then
 those that free what the room lacks stopping no job of a higher priority than needed, then the
-fewest jobs, then the fewest bytes (plan/share_victims.py: exact while there are few ways to
-choose, each tier's largest beyond). A device held whole by one such job may be taken too,
-that job the one victim. Each device's option costs, in order: its victims not already
-stopping, its victims, whether a job holding it whole is stopped, their highest priority; the
-job takes the cheapest devices. So it stops a job holding a device whole only where no device
-fits by fewer victims, and at equal victims it stops sharing jobs instead (a whole job would
-lose its device for a few bytes). A victim's bytes stay reserved until it has stopped: the
-waiting job starts in a later pass, placed as any sharing job.
+fewest jobs, then the least work lost, then the fewest bytes (plan/share_victims.py: exact
+while there are few ways to choose, the best found in a bounded search beyond). A device held
+whole by one such job may be taken too, that job the one victim. Each device's option costs,
+in order: its victims not already stopping, its victims, whether a job holding it whole is
+stopped, their highest priority; the job takes the cheapest devices, of those alike the best
+fit (the least room left after), then the least work lost. So it stops a job holding a device
+whole only where no device fits by fewer victims, and at equal victims it stops sharing jobs
+instead (a whole job would lose its device for a few bytes). The best fit comes before the
+work lost because the bytes a victim frees past the need stay out of reach of the later jobs
+of the pass: the pass's benchmark lost more work with the order the other way round
+(docs/benchmarks.md). A victim's bytes stay reserved until it has stopped: the waiting job
+starts in a later pass, placed as any sharing job.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ class _Option:
             self.whole,
             max((h.priority for h in self.victims), default=-math.inf),
         )
+
+    @property
+    def lost_device_s(self) -> int:
+        """The work its victims lose (those already stopping lose it anyway)."""
+        return sum(h.lost_device_s for h in self.victims if not h.stopping)
 
 
 def _freed_bytes(victims: list[Holding]) -> int:
@@ -102,7 +111,7 @@ def _choose(
         return found if len(found) == len(devs) else []
     ranked = sorted(
         (o for o in options if o is not None),
-        key=lambda o: (o.cost, o.room_after, o.dev.node, o.dev.index),
+        key=lambda o: (o.cost, o.room_after, o.lost_device_s, o.dev.node, o.dev.index),
     )
     return ranked[: job.world_size] if len(ranked) >= job.world_size else []
 
@@ -110,7 +119,8 @@ def _choose(
 def _total(options: list[_Option]) -> tuple[float, ...]:
     costs = [o.cost for o in options]
     return (sum(c[0] for c in costs), sum(c[1] for c in costs), sum(c[2] for c in costs),
-            max((c[3] for c in costs), default=-math.inf))  # fmt: skip
+            max((c[3] for c in costs), default=-math.inf),
+            sum(o.lost_device_s for o in options))  # fmt: skip
 
 
 def share_victims_for(

@@ -1,9 +1,9 @@
 """Preemption that counts sharing by memory, in the pure pass: a job taking devices whole frees
 a shared device only by stopping every job sharing it (each preemptible and of lower
 priority); a sharing job stops the sharing jobs that make its reservation fit, no higher a
-priority than needed, then the fewest, then the fewest bytes, and stops a job holding a device
-whole only where no device fits by fewer victims; what a pass claims stays claimed; a job that
-may not be stopped never is."""
+priority than needed, then the fewest, then the least work lost since their last checkpoint,
+then the fewest bytes, and stops a job holding a device whole only where no device fits by
+fewer victims; what a pass claims stays claimed; a job that may not be stopped never is."""
 
 from __future__ import annotations
 
@@ -43,15 +43,20 @@ def whole_dev(index: int, holder: int) -> Dev:
 
 def sharer(
     job_id: int, index: int, nbytes: int, *, priority: int = 0, preemptible: bool = True,
-    owner: str = "ada", stopping: bool = False,
+    owner: str = "ada", stopping: bool = False, unsaved_s: float = 0.0, world_size: int = 1,
 ) -> Holding:  # fmt: skip
-    return Holding(job_id, owner, (("n", f"u{index}"),), NOW + 3600, priority=priority,
-                   preemptible=preemptible, stopping=stopping, share_bytes=nbytes)  # fmt: skip
+    """A sharing job on device `index` (and, past one rank, on devices of another node)."""
+    devices = (("n", f"u{index}"), *(("m", f"u{r}") for r in range(1, world_size)))
+    return Holding(job_id, owner, devices, NOW + 3600, priority=priority, preemptible=preemptible,
+                   stopping=stopping, share_bytes=nbytes, unsaved_s=unsaved_s)  # fmt: skip
 
 
-def holder(job_id: int, index: int, *, priority: int = 0, preemptible: bool = True) -> Holding:
+def holder(
+    job_id: int, index: int, *, priority: int = 0, preemptible: bool = True,
+    unsaved_s: float = 0.0,
+) -> Holding:  # fmt: skip
     return Holding(job_id, "ada", (("n", f"u{index}"),), NOW + 3600, priority=priority,
-                   preemptible=preemptible)  # fmt: skip
+                   preemptible=preemptible, unsaved_s=unsaved_s)  # fmt: skip
 
 
 def exclusive(job_id: int, priority: int = 5, world_size: int = 1) -> Waiting:
@@ -188,6 +193,50 @@ def test_equal_jobs_are_chosen_the_same_way_whatever_their_order() -> None:
         assert victims(out, 9) == {3, 4}
 
 
+def test_of_the_fewest_the_set_that_loses_least_work_goes_before_the_fewest_bytes() -> None:
+    # 30 + 30 + 15 of the 76 usable; 40 GiB needs 39 more: a 30 and the 15 free the fewest
+    # bytes, but the 15 has run 10 minutes since its last checkpoint and the 30s just wrote
+    # theirs: both 30s go (60 GiB, no work lost).
+    jobs = [sharer(1, 0, 30 * GiB), sharer(2, 0, 30 * GiB), sharer(3, 0, 15 * GiB, unsaved_s=600)]
+    out = plan([shared_dev(0, *jobs)], jobs, [sharing(9, 40 * GiB)], now=NOW)
+    assert victims(out, 9) == {1, 2}
+    # One victim of two alike: the one that just checkpointed, older or newer.
+    for fresh, stale in ((1, 2), (2, 1)):
+        jobs = [sharer(fresh, 0, 30 * GiB, unsaved_s=5),
+                sharer(stale, 0, 30 * GiB, unsaved_s=600)]  # fmt: skip
+        out = plan([shared_dev(0, *jobs)], jobs, [sharing(9, 30 * GiB)], now=NOW)
+        assert victims(out, 9) == {fresh}
+    # Work lost on every device: 4 minutes on two devices lose more than 6 minutes on one.
+    jobs = [sharer(1, 0, 30 * GiB, unsaved_s=240, world_size=2),
+            sharer(2, 0, 30 * GiB, unsaved_s=360)]  # fmt: skip
+    out = plan([shared_dev(0, *jobs)], jobs, [sharing(9, 30 * GiB)], now=NOW)
+    assert victims(out, 9) == {2}
+    # Fewer jobs still come first (each stop costs a restart): 35 GiB needs 34 more, and the
+    # stale 40 alone goes, not the fresh 20 and 15.
+    jobs = [sharer(1, 0, 40 * GiB, unsaved_s=600), sharer(2, 0, 20 * GiB),
+            sharer(3, 0, 15 * GiB)]  # fmt: skip
+    out = plan([shared_dev(0, *jobs)], jobs, [sharing(9, 35 * GiB)], now=NOW)
+    assert victims(out, 9) == {1}
+
+
+def test_of_devices_alike_a_sharing_job_stops_where_less_work_is_lost() -> None:
+    stale, fresh = sharer(1, 0, 70 * GiB, unsaved_s=600), sharer(2, 1, 70 * GiB, unsaved_s=5)
+    out = plan([shared_dev(0, stale), shared_dev(1, fresh)], [stale, fresh],
+               [sharing(9, 30 * GiB)], now=NOW)  # fmt: skip
+    assert victims(out, 9) == {2}
+
+
+def test_an_exclusive_job_stops_the_holder_that_loses_least_of_those_alike() -> None:
+    stale, fresh = holder(1, 0, unsaved_s=600), holder(2, 1, unsaved_s=5)
+    devices = [whole_dev(0, 1), whole_dev(1, 2)]
+    out = plan(devices, [stale, fresh], [exclusive(9)], now=NOW)
+    assert victims(out, 9) == {2}
+    # Priority still first: a lower-priority job goes, however much it loses.
+    low = holder(1, 0, priority=-1, unsaved_s=600)
+    out = plan(devices, [low, fresh], [exclusive(9)], now=NOW)
+    assert victims(out, 9) == {1}
+
+
 def test_a_device_packed_with_many_jobs_frees_enough_by_the_fewest() -> None:
     # 16 jobs of one priority, 2 to 7 GiB (74 GiB, 2 free); 41 GiB needs 39 more: seven jobs
     # at the fewest, and of the ways to take seven, one loses exactly the 39.
@@ -210,19 +259,27 @@ def test_a_device_packed_with_many_jobs_frees_enough_by_the_fewest() -> None:
 
 def _brute_key(chosen: tuple[Holding, ...], tiers: list[int]) -> tuple[object, ...]:
     profile = tuple(sum(h.priority == p and not h.stopping for h in chosen) for p in tiers)
-    lost = sum(h.share_bytes or 0 for h in chosen if not h.stopping)
-    return (profile, lost, sum(h.stopping for h in chosen))
+    lost = sum(h.lost_device_s for h in chosen if not h.stopping)
+    reserved = sum(h.share_bytes or 0 for h in chosen if not h.stopping)
+    return (profile, lost, reserved, sum(h.stopping for h in chosen))
+
+
+# A sharing job: GiB, priority, stopping, minutes since its last checkpoint, ranks.
+_SHARER = st.tuples(st.integers(1, 30), st.integers(-1, 1), st.booleans(), st.integers(0, 4),
+                    st.integers(1, 2))  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.tuples(st.integers(1, 30), st.integers(-1, 1), st.booleans()), max_size=8),
-    st.integers(-5, 120),
-)
+@given(st.lists(_SHARER, max_size=8), st.integers(-5, 120))
 def test_the_choice_is_the_best_of_every_set_that_frees_enough(
-    jobs: list[tuple[int, int, bool]], short: int
+    jobs: list[tuple[int, int, bool, int, int]], short: int
 ) -> None:
-    held = [sharer(i + 1, 0, n, priority=p, stopping=s) for i, (n, p, s) in enumerate(jobs)]
+    # Few distinct losses (0 to 4 minutes, on 1 or 2 devices): ties between them are common,
+    # so the bytes after them are checked too.
+    held = [
+        sharer(i + 1, 0, n, priority=p, stopping=s, unsaved_s=60.0 * m, world_size=w)
+        for i, (n, p, s, m, w) in enumerate(jobs)
+    ]
     tiers = sorted({h.priority for h in held if not h.stopping}, reverse=True)
     sets = [c for k in range(len(held) + 1) for c in itertools.combinations(held, k)
             if sum(h.share_bytes or 0 for h in c) >= short]  # fmt: skip
