@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { frontendDir, installExampleKind, launchBrowser, pythonPathWith, repoDir, startServer, waitFor } from "./lib.mjs";
+import { boardSlurmTests } from "./boardSlurm.mjs";
 import { clusterTests } from "./clusters.mjs";
 import { compareTests } from "./compare.mjs";
 import { kindsTests, runAgainTests, SCRIPT_ENV } from "./kinds.mjs";
@@ -406,6 +407,7 @@ async function main() {
     await compareTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
     await phoneTests({ test, page, server, url, jobTimeoutMs: JOB_TIMEOUT_MS });
     await clusterTests({ test, page, server, url, shot });
+    await boardSlurmTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
     await sharingTests({ test, page, server, url, shot, jobTimeoutMs: JOB_TIMEOUT_MS });
 
     await test("no uncaught errors in the page", async () => {

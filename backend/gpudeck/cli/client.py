@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from gpudeck.cli import scheduling as sched
+from gpudeck.cli.cluster_board import print_cluster_nodes
 from gpudeck.cli.follow import wait_for
 from gpudeck.cli.follow_up import OnOutputOption, prefill
 from gpudeck.cli.http import (
@@ -27,8 +28,11 @@ from gpudeck.cli.slurm_lines import ClusterOption, PartitionOption, cluster_plac
 
 def gpus(url: UrlOption = "", as_json: JsonOption = False) -> None:
     """List every device with its holder job (on a shared device, each sharing job and the
-    memory it reserved, and the room left); `shares` marks nodes that allow sharing."""
-    rows = request("GET", url or default_url(), "/api/gpus")
+    memory it reserved, and the room left); `shares` marks nodes that allow sharing. Then each
+    connected Slurm cluster's nodes: state, GPUs in use, and who holds them (--json: the
+    devices only; `gpudeck clusters list --json` has the clusters)."""
+    base = url or default_url()
+    rows = request("GET", base, "/api/gpus")
     if as_json:
         print(json.dumps(rows, indent=2))
         return
@@ -46,6 +50,7 @@ def gpus(url: UrlOption = "", as_json: JsonOption = False) -> None:
             sharing_mark(g), held,
         )  # fmt: skip
     console.print(listing)
+    print_cluster_nodes(base)
 
 
 def submit(

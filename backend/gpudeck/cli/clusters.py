@@ -120,7 +120,7 @@ def list_clusters(url: UrlOption = "", as_json: JsonOption = False) -> None:
     listing = table("name", "kind", "access", "partitions", "account", "qos", "shared dir", "state")
     for c, s in zip(rows, states, strict=True):
         listing.add_row(
-            c["name"], c["kind"], _access(c), ", ".join(c["partitions"]), c["account"] or "-",
+            c["name"], c["kind"], access_text(c), ", ".join(c["partitions"]), c["account"] or "-",
             c["qos"] or "-", c["shared_dir"], _reach(s),
         )  # fmt: skip
     console.print(listing)
@@ -129,7 +129,7 @@ def list_clusters(url: UrlOption = "", as_json: JsonOption = False) -> None:
             console.print(_nodes_table(s))
 
 
-def _access(cluster: dict[str, Any]) -> str:
+def access_text(cluster: dict[str, Any]) -> str:
     if cluster["access"] != "ssh":
         return cluster["access"]
     port = "" if cluster.get("ssh_port") in (None, 22) else f":{cluster['ssh_port']}"

@@ -51,5 +51,9 @@ class Cluster(Base):
     # Each GRES type's memory in bytes ({"h100": 85899345920}): Slurm does not know it, and
     # the submit needs it to choose a type the job's estimate fits.
     gpu_memory: Mapped[dict[str, int]] = mapped_column(JSONB, server_default="{}")
+    # The last read of its nodes Slurm answered, and the first one it did not answer since
+    # (None while it answers): what the board says of a cluster, whichever process read it.
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    unreachable_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_by: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -157,6 +157,15 @@ class ClusterState(BaseModel):
     cause: str | None = Field(description="why the cluster could not be read; null when reachable")
     nodes: list[ClusterNodePublic]
     read_in_s: float
+    read_at: datetime = Field(description="when this read asked Slurm")
+    answered_at: datetime | None = Field(
+        default=None, description="the last read Slurm answered (this one when reachable)"
+    )
+    unreachable_since: datetime | None = Field(
+        default=None,
+        description="the first read Slurm did not answer since it last answered; null when "
+        "reachable",
+    )
 
 
 class GpuTypePublic(BaseModel):

@@ -79,6 +79,7 @@ def test_an_admin_connects_the_cluster_and_anyone_sees_its_gpus_in_use(
         wait_for(slurm, [job], ended)
     assert state["reachable"] and state["cause"] is None
     assert state["read_in_s"] < API_BOUND_S
+    assert state["answered_at"] == state["read_at"] and state["unreachable_since"] is None
     by_node = {n["name"]: n for n in state["nodes"]}
     assert sorted(by_node) == sorted(NODES)
     for name, node in by_node.items():
@@ -158,11 +159,13 @@ def test_only_an_admin_adds_or_removes_and_a_name_is_taken_once(
 def test_a_cluster_that_does_not_answer_reads_unreachable_within_the_bound(
     client: TestClient, lab: dict[str, Any], slurm_cluster: SlurmCluster
 ) -> None:
+    answered = client.get("/api/clusters/lab/state").json()
     slurm_cluster.pause_controller()  # slurmctld SIGSTOPped: commands wait, they are not refused
     try:
         started = time.monotonic()
         answer = client.get("/api/clusters/lab/state")
         took_s = time.monotonic() - started
+        again = client.get("/api/clusters/lab/state").json()
         late = client.post("/api/clusters", json=body_for(slurm_cluster, name="late"))
     finally:
         slurm_cluster.resume_controller()
@@ -170,6 +173,11 @@ def test_a_cluster_that_does_not_answer_reads_unreachable_within_the_bound(
     state = answer.json()
     assert (state["reachable"], state["nodes"]) == (False, [])
     assert "scontrol did not answer" in state["cause"]
+    # The board says since when: the first read it missed, kept by the next one, and the last
+    # answer before it.
+    assert state["unreachable_since"] == state["read_at"] == again["unreachable_since"]
+    assert again["read_at"] > state["read_at"]
+    assert state["answered_at"] == again["answered_at"] == answered["read_at"]
     # Added anyway, saying why its partitions are unchecked.
     assert late.status_code == 201, late.text
     assert late.json()["partitions_checked"] is False
@@ -177,6 +185,7 @@ def test_a_cluster_that_does_not_answer_reads_unreachable_within_the_bound(
 
     back = client.get("/api/clusters/lab/state").json()
     assert back["reachable"] and len(back["nodes"]) == len(NODES)
+    assert back["unreachable_since"] is None and back["answered_at"] == back["read_at"]
 
 
 def test_a_partitions_gpu_types_against_an_estimate_and_the_type_a_submit_asks_for(

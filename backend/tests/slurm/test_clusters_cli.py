@@ -4,15 +4,18 @@ real test cluster, agreeing with what the API answers."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from cli_harness import Cli
 from harness import create_token, live_server
 from slurm.cluster import GPU_TYPE, GPUS_PER_NODE, NODES, PARTITION, SlurmCluster
+from slurm.helpers import ended, gate, wait_for
 from sqlalchemy.orm import Session, sessionmaker
 
 from gpudeck.core.config import Settings
 from gpudeck.services.submit import cluster_target
+from gpudeck.slurm import BatchSpec, SlurmClient, render
 
 
 def test_add_list_and_remove_a_cluster_from_the_cli(
@@ -94,3 +97,51 @@ def test_the_gpu_types_an_estimate_fits_from_the_cli(
         assert bad.returncode == 2 and "--estimate" in bad.stderr, bad.stderr
         unknown = cli("clusters", "types", "lab", "--partition", "nosuch")
         assert unknown.returncode == 1 and "partition" in unknown.stderr, unknown.stderr
+
+
+def test_gpus_lists_the_clusters_nodes_after_the_devices(
+    settings: Settings,
+    admin_token: str,
+    slurm_cluster: SlurmCluster,
+    slurm: SlurmClient,
+    spec_for: Callable[..., BatchSpec],
+    tmp_path: Path,
+) -> None:
+    """`gpudeck gpus`: a table per cluster, each node's state, GPUs in use with Slurm's indices
+    and who holds them (a job not GPUDeck's reads as another Slurm job's); a cluster that does
+    not answer is one line saying since when."""
+    release = tmp_path / "release"
+    with live_server(settings) as url:
+        cli = Cli(url, admin_token, tmp_path)
+        added = cli(
+            "clusters", "add", "slurm", "--name", "lab", "--partition", PARTITION,
+            "--shared-dir", str(slurm_cluster.root / "shared"),
+            "--slurm-conf", str(slurm_cluster.conf),
+        )  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        job = slurm.submit(render(spec_for(["sh", "-c", gate(release)], gpus_per_node=2)))
+        try:
+            holder = wait_for(slurm, [job], lambda s: s[job].state == "running")[job].nodes
+            shown = cli("gpus")
+        finally:
+            release.touch()
+            wait_for(slurm, [job], ended)
+        assert shown.returncode == 0, shown.stderr
+        assert "lab (Slurm cluster, access local)" in shown.stdout
+        assert "utilization, memory and temperature are not measured" in shown.stdout
+        for node in NODES:
+            [row] = [line for line in shown.stdout.splitlines() if f" {node} " in line]
+            if node == holder:
+                assert f"{GPU_TYPE}: 2/{GPUS_PER_NODE} (0, 1)" in row, row
+                assert "other Slurm jobs: 2" in row, row
+            else:
+                assert f"{GPU_TYPE}: 0/{GPUS_PER_NODE}" in row and " idle " in row, row
+
+        slurm_cluster.pause_controller()
+        try:
+            silent = cli("gpus")
+        finally:
+            slurm_cluster.resume_controller()
+        assert silent.returncode == 0, silent.stderr
+        assert "lab (Slurm cluster, access local): unreachable since " in silent.stdout
+        assert "scontrol did not answer" in silent.stdout

@@ -198,7 +198,8 @@ export interface paths {
         /**
          * Cluster State
          * @description The cluster's nodes, their GPUs (GRES type, count, in use) and state, as Slurm reports
-         *     them now; `reachable: false` with the cause when Slurm does not answer within the bound.
+         *     them now; `reachable: false` with the cause when Slurm does not answer within the bound,
+         *     and since when it has not (`unreachable_since`, kept on the cluster's row).
          */
         get: operations["cluster_state_api_clusters__name__state_get"];
         put?: never;
@@ -1357,6 +1358,11 @@ export interface components {
          */
         ClusterState: {
             /**
+             * Answered At
+             * @description the last read Slurm answered (this one when reachable)
+             */
+            answered_at?: string | null;
+            /**
              * Cause
              * @description why the cluster could not be read; null when reachable
              */
@@ -1367,8 +1373,19 @@ export interface components {
             nodes: components["schemas"]["ClusterNodePublic"][];
             /** Reachable */
             reachable: boolean;
+            /**
+             * Read At
+             * Format: date-time
+             * @description when this read asked Slurm
+             */
+            read_at: string;
             /** Read In S */
             read_in_s: number;
+            /**
+             * Unreachable Since
+             * @description the first read Slurm did not answer since it last answered; null when reachable
+             */
+            unreachable_since?: string | null;
         };
         /**
          * DataChoicePublic

@@ -30,6 +30,7 @@ const STATE: ClusterState = {
     node("c", ["cpu"], []),
   ],
   read_in_s: 0.1,
+  read_at: "2026-11-27T10:00:00Z",
 };
 
 describe("partitionSummary", () => {

@@ -2,10 +2,12 @@ import { useState } from "react";
 import type { Gpu } from "../client/types";
 import { deviceKey } from "../client/types";
 import { AggregateView } from "../components/AggregateView";
+import { ClusterBoard } from "../components/clusters/ClusterBoard";
 import { GpuCard } from "../components/GpuCard";
 import { PageHeader } from "../components/PageHeader";
 import { useTelemetryContext } from "../hooks/TelemetryContext";
 import { useNodes } from "../hooks/queries";
+import { useClusters } from "../hooks/useClusters";
 
 type View = "cards" | "aggregate";
 
@@ -27,6 +29,8 @@ export function Dashboard() {
   const groups = groupByNode(devices);
   const nodes = new Map((useNodes().data ?? []).map((n) => [n.name, n]));
   const source = devices[0]?.source;
+  // With a Slurm cluster below, GPUDeck's own nodes are named too, so the two read apart.
+  const hasClusters = (useClusters().data?.length ?? 0) > 0;
   return (
     <div className="page">
       <PageHeader title="GPUs" status={source && <span className="muted small">{devices.length} devices</span>}>
@@ -51,7 +55,7 @@ export function Dashboard() {
       ) : (
         groups.map(([node, members]) => (
           <section key={node} className="node-group" data-testid="node-group">
-            {groups.length > 1 && (
+            {(groups.length > 1 || hasClusters) && (
               <h2 className="node-title">
                 {node}
                 {nodes.get(node)?.address && <span className="muted small"> {nodes.get(node)?.address}</span>}
@@ -81,6 +85,7 @@ export function Dashboard() {
           </section>
         ))
       )}
+      <ClusterBoard />
     </div>
   );
 }

@@ -48,8 +48,16 @@ const LAB: ClusterState = {
   cause: null,
   nodes: [node("g1", [1, 2], [{ job_id: 12, name: "sae-lr", owner: "ada", slurm_job_id: "4471", gpus_per_node: 2 }]), node("g2", [])],
   read_in_s: 0.04,
+  read_at: "2026-11-27T10:00:00Z",
 };
-const DOWN: ClusterState = { name: "old", reachable: false, cause: "scontrol did not answer within 1.5 s", nodes: [], read_in_s: 1.5 };
+const DOWN: ClusterState = {
+  name: "old",
+  reachable: false,
+  cause: "scontrol did not answer within 1.5 s",
+  nodes: [],
+  read_in_s: 1.5,
+  read_at: "2026-11-27T10:00:00Z",
+};
 
 function page(me: object, clusters: Cluster[], extra: Parameters<typeof stubApi>[0] = {}) {
   const api = stubApi({

@@ -43,6 +43,7 @@ const LAB_STATE: ClusterState = {
   cause: null,
   nodes: [node("n1", ["gpu"], [0]), node("n2", ["gpu", "gpu-long"], []), node("n3", ["gpu-long"], [0, 1])],
   read_in_s: 0.05,
+  read_at: "2026-11-27T10:00:00Z",
 };
 
 function setup(routes: Record<string, Handler> = {}, route = "/new") {
@@ -180,7 +181,14 @@ describe("NewJob on a Slurm cluster", () => {
   });
 
   it("says the cluster did not answer, with the cause, and still lets the job be submitted", async () => {
-    const down: ClusterState = { name: "lab", reachable: false, cause: "scontrol did not answer within 1 s", nodes: [], read_in_s: 1.0 };
+    const down: ClusterState = {
+      name: "lab",
+      reachable: false,
+      cause: "scontrol did not answer within 1 s",
+      nodes: [],
+      read_in_s: 1.0,
+      read_at: "2026-11-27T10:00:00Z",
+    };
     const api = setup({ "GET /api/clusters/lab/state": () => json(down) });
     const picker = await chooseLab();
     expect(await within(picker).findByTestId("cluster-unreachable")).toHaveTextContent(

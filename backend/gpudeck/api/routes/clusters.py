@@ -18,7 +18,7 @@ from gpudeck.schemas.clusters import (
 )
 from gpudeck.schemas.common import ErrorResponse
 from gpudeck.services.accounts import audit
-from gpudeck.services.executors import clusters
+from gpudeck.services.executors import cluster_reads, clusters
 from gpudeck.services.submit import gpu_types
 
 router = APIRouter(prefix="/api/clusters", tags=["clusters"])
@@ -60,11 +60,15 @@ def get_cluster(name: Name, _: CurrentUser, session: SessionDep) -> ClusterPubli
 @router.get("/{name}/state", responses=_ERRORS)
 def cluster_state(name: Name, _: CurrentUser, session: SessionDep) -> ClusterState:
     """The cluster's nodes, their GPUs (GRES type, count, in use) and state, as Slurm reports
-    them now; `reachable: false` with the cause when Slurm does not answer within the bound."""
+    them now; `reachable: false` with the cause when Slurm does not answer within the bound,
+    and since when it has not (`unreachable_since`, kept on the cluster's row)."""
     cluster = clusters.get_cluster(session, name)
+    cluster_id = cluster.id
     jobs = clusters.jobs_by_node(session, cluster)
     session.close()  # no connection held while Slurm is asked
-    return clusters.read_state(cluster, jobs=jobs)
+    state = cluster_reads.record_read(session, cluster_id, clusters.read_state(cluster, jobs=jobs))
+    session.commit()
+    return state
 
 
 @router.get("/{name}/gpu-types", responses=_ERRORS)

@@ -74,6 +74,15 @@ class DdpOptions(BaseModel):
     broadcast_buffers: bool = False
 
 
+def uses_ddp(world_size: int) -> bool:
+    """Whether a run of `world_size` ranks steps its model under DDP (and these options apply):
+    only past one rank. A world of one steps the bare model: DDP there would only cost a
+    communicator, its gradient buckets and an all-reduce a step. The trainer
+    (`train.parallelize`, the held-out chunk) and the memory estimate (`memory.trace_spec`)
+    both ask here, so the estimate traces the step the trainer runs."""
+    return world_size > 1
+
+
 Architecture = Literal["standard", "topk", "batchtopk", "jumprelu"]
 
 # A schedule's length: a whole number is a count of steps, a float in [0, 1] a share of the

@@ -91,7 +91,7 @@ def chunk_rows(model: Sae, per_rank_batch: int, *, step: int, ddp: bool) -> int:
     peak above the estimate (which traces that step). Two parts of every architecture's step
     bound that from below: Adam's update of W_enc or W_dec (on the CPU the loop holds two
     temporaries of one weight at once; CUDA's foreach one of each), and the forward's
-    pre-activations [per-rank batch, d_sae]. With `ddp` (more than one rank), after
+    pre-activations [per-rank batch, d_sae]. With `ddp` (the run uses DDP: `uses_ddp`), after
     BUCKET_REBUILD_STEPS the old DDP bucket the estimate adds is free too.
     tests/kinds/sae/test_heldout.py checks it against the trace. By the training batch alone (a
     quarter of it), a batch of 32 took 2,048 chunks."""

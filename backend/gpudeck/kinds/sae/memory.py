@@ -30,7 +30,7 @@ from functools import lru_cache
 import torch
 
 from gpudeck.engine.kinds import DeviceType, MemoryComponent, MemoryEstimate
-from gpudeck.kinds.sae.config import SaeConfig
+from gpudeck.kinds.sae.config import SaeConfig, uses_ddp
 from gpudeck.kinds.sae.memory_trace import (
     CUDA_BLOCK_BYTES,
     TraceResult,
@@ -133,7 +133,7 @@ def trace_spec(
         dtype=config.dtype,
         foreach=on_cuda,  # torch.optim.Adam's default for CUDA parameters; CPU uses the loop
         block_bytes=CUDA_BLOCK_BYTES if on_cuda else 1,
-        ddp=world_size > 1,  # sae.train.parallelize: a world of one steps the bare model
+        ddp=uses_ddp(world_size),
         gradient_as_bucket_view=config.ddp.gradient_as_bucket_view,
         architecture=config.architecture,
         k=config.k if k_sparse else 1,

@@ -29,7 +29,7 @@ from gpudeck.engine import checkpoint
 from gpudeck.engine.context import TrainContext
 from gpudeck.kinds.sae import checkpoint as sae_checkpoint
 from gpudeck.kinds.sae.arch import build_sae
-from gpudeck.kinds.sae.config import FileDataset, SaeConfig
+from gpudeck.kinds.sae.config import FileDataset, SaeConfig, uses_ddp
 from gpudeck.kinds.sae.data import (
     ActivationStats,
     DataPosition,
@@ -104,9 +104,9 @@ def build_model(
 def parallelize(
     model: Sae, config: SaeConfig, device: torch.device, world_size: int
 ) -> torch.nn.Module:
-    """The module the trainer steps: the model itself for a world of one (DDP there would only
-    cost a communicator and an all-reduce a step), else its DDP wrapper."""
-    return model if world_size == 1 else wrap_ddp(model, config, device)
+    """The module the trainer steps: its DDP wrapper where the run uses DDP (`uses_ddp`), else
+    the model itself."""
+    return wrap_ddp(model, config, device) if uses_ddp(world_size) else model
 
 
 def wrap_ddp(
@@ -343,7 +343,7 @@ def _heldout_metrics(ctx: TrainContext, run: _Run) -> dict[str, float]:
         return {}
     start = time.perf_counter()
     local_batch = run.batches.loader.local_batch
-    chunk = chunk_rows(run.model, local_batch, step=run.step, ddp=ctx.world_size > 1)
+    chunk = chunk_rows(run.model, local_batch, step=run.step, ddp=uses_ddp(ctx.world_size))
     figures = evaluate(run.model, run.heldout_rows, scale=run.scale, chunk=chunk, device=ctx.device)
     # What the pass cost (its figures synced the device): a small share of a checkpoint
     # interval (docs/benchmarks.md).

@@ -9,6 +9,7 @@ import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import func, select
@@ -223,18 +224,19 @@ def read_state(
     """The cluster's nodes and their GPUs now, with GPUDeck's `jobs` on each; never raises
     for Slurm's sake: a cluster that does not answer within READ_TIMEOUT_S reads unreachable,
     with the cause."""
+    read_at = datetime.now(UTC)
     started = time.monotonic()
     try:
         nodes = client_for(cluster, READ_TIMEOUT_S).nodes()
     except SlurmError as exc:
         return ClusterState(
             name=cluster.name, reachable=False, cause=str(exc), nodes=[],
-            read_in_s=round(time.monotonic() - started, 3),
+            read_in_s=round(time.monotonic() - started, 3), read_at=read_at,
         )  # fmt: skip
     return ClusterState(
         name=cluster.name, reachable=True, cause=None,
         nodes=[_node(n, (jobs or {}).get(n.name, [])) for n in nodes],
-        read_in_s=round(time.monotonic() - started, 3),
+        read_in_s=round(time.monotonic() - started, 3), read_at=read_at,
     )  # fmt: skip
 
 
