@@ -5,6 +5,13 @@ shlex.quote, the #SBATCH values are numbers or names checked against Slurm's own
 environment values are quoted. One GPUDeck job is one Slurm job: its ranks are the tasks of one
 `srun`, and the batch shell passes USR1 (the time limit's warning, or GPUDeck's cancel) to them
 for a final checkpoint.
+
+srun needs slurmctld to confirm the allocation and create the step; it tries for MessageTimeout
+seconds (one connection a second) and then exits without starting anything. The script starts
+srun again when, and only when, no rank started: each rank creates a file named for the attempt
+(on the shared filesystem, any node) before it execs the command, so a missing file means the
+command ran nowhere and a new step cannot run anything twice. The retries back off (1, 2, 4 ...
+30 s) and stop `step_retry_s` after the first srun; USR1 during a pause ends the script at once.
 """
 
 from __future__ import annotations
@@ -68,6 +75,9 @@ class BatchSpec:
     signal_marker: PurePosixPath | None = None
     # The job's name and comment: gpudeck-<gpudeck_job_id> unless given (a sweep's array).
     label: str | None = None
+    # How long srun is started again while no rank has started (slurmctld unreachable right
+    # after the allocation), from the first srun; 0: once only.
+    step_retry_s: int = 180
 
     def __post_init__(self) -> None:
         if not self.argv:
@@ -91,6 +101,8 @@ class BatchSpec:
             _positive(time_limit_s=self.time_limit_s)
         if not 0 <= self.signal_before_s <= 65535:  # sbatch's own bound
             raise ValueError(f"signal_before_s must be 0-65535, not {self.signal_before_s}")
+        if self.step_retry_s < 0:
+            raise ValueError(f"step_retry_s must be >= 0, not {self.step_retry_s}")
 
 
 def render(spec: BatchSpec) -> str:
@@ -115,18 +127,51 @@ def render(spec: BatchSpec) -> str:
     if marker is not None:
         lines.append(f"rm -f {marker}  # a requeued job starts unsignalled")
     lines += [
-        f"{shlex.join([*srun, *spec.argv])} &",
-        "ranks=$!",
         "# USR1 reaches this shell before the time limit (--signal=B:) and on GPUDeck's cancel",
-        "# (scancel --batch --signal=USR1): every rank gets it, for a final checkpoint.",
-        f"trap '{mark}kill -USR1 \"$ranks\" 2>/dev/null' USR1",
-        "while :; do",
-        '  wait "$ranks"; status=$?',
-        '  (( status > 128 )) && kill -0 "$ranks" 2>/dev/null || break  # woken by the trap',
-        "done",
-        'exit "$status"',
+        "# (scancel --batch --signal=USR1): every rank gets it, for a final checkpoint; during a",
+        "# pause between two sruns it ends the pause, and the script.",
+        "signalled=",
+        f"trap '{mark}kill -USR1 \"$ranks\" 2>/dev/null; signalled=1' USR1",
+        *_step_with_retries(spec, srun),
     ]
     return "\n".join(lines) + "\n"
+
+
+# Each rank, before the command: the attempt's file, then the command itself (exec: same
+# process, so signals and exit codes are the command's). No file, no command.
+_RANK_WRAPPER = ("/bin/sh", "-c", 'touch -- "$1" && shift && exec "$@"', "gpudeck-rank")
+STEP_RETRY_PAUSE_MAX_S = 30
+
+
+def _step_with_retries(spec: BatchSpec, srun: list[str]) -> list[str]:
+    """srun, again after a pause while no rank of it started, until step_retry_s has passed."""
+    # Named per job, requeue and attempt: the batch node never looked the name up before, so a
+    # shared filesystem's cached "no such file" cannot hide a rank's file.
+    started = f"{spec.output_dir}/.gpudeck-step-$SLURM_JOB_ID-${{SLURM_RESTART_COUNT:-0}}"
+    step = f'{shlex.join([*srun, *_RANK_WRAPPER])} "$started.$attempt" {shlex.join(spec.argv)} &'
+    return [
+        f'started="{started}"',
+        f"retry_until=$((SECONDS + {spec.step_retry_s})) pause_s=1 attempt=0",
+        "while :; do",
+        "  attempt=$((attempt + 1))",
+        f"  {step}",
+        "  ranks=$!",
+        "  while :; do",
+        '    wait "$ranks"; status=$?',
+        '    (( status > 128 )) && kill -0 "$ranks" 2>/dev/null || break  # woken by the trap',
+        "  done",
+        "  [[ -e $started.$attempt || -n $signalled ]] && break  # ran: never again; or stopped",
+        "  (( SECONDS + pause_s <= retry_until )) || break",
+        '  echo "gpudeck: no rank started (srun exited $status); srun again in $pause_s s" >&2',
+        '  sleep "$pause_s" & ranks=$!  # the trap ends it',
+        '  wait "$ranks"',
+        "  [[ -n $signalled ]] && break",
+        f"  pause_s=$((pause_s * 2 > {STEP_RETRY_PAUSE_MAX_S} ? {STEP_RETRY_PAUSE_MAX_S} "
+        ": pause_s * 2))",
+        "done",
+        'rm -f "$started".*',
+        'exit "$status"',
+    ]
 
 
 def directives(spec: BatchSpec) -> list[str]:

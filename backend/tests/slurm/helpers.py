@@ -40,3 +40,23 @@ def gate(path: Path, started: Path | None = None) -> str:
     which Slurm's RUNNING does not say (that is the batch script's start)."""
     touch = f"touch {started}; " if started is not None else ""
     return f"{touch}while [ ! -e {path} ]; do sleep 0.1; done"
+
+
+def before_the_step(script: str, line: str) -> str:
+    """`script` with `line` run by the batch shell just before its first srun: a test's way to
+    hold the job between its allocation and its step, or to make srun fail."""
+    anchor = '\nstarted="'
+    assert script.count(anchor) == 1, script
+    return script.replace(anchor, f"\n{line}{anchor}")
+
+
+def wait_for_text(path: Path, text: str, count: int = 1, timeout_s: float = WAIT_S) -> str:
+    """Wait until `path` holds `text` `count` times (a file the job writes, read without
+    Slurm: for while slurmctld is down); what it holds then."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        said = path.read_text(errors="replace") if path.exists() else ""
+        if said.count(text) >= count:
+            return said
+        assert time.monotonic() < deadline, f"{path} holds {said!r}"
+        time.sleep(0.1)

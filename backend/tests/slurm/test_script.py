@@ -58,10 +58,14 @@ def test_an_array_numbers_its_members_from_its_offset_and_waits_for_the_one_befo
 @given(st.lists(st.text(min_size=0, max_size=20), min_size=1, max_size=5))
 def test_any_argv_reaches_srun_as_the_same_words(argv: list[str]) -> None:
     # A quoted word may hold a newline: the command runs from `srun` to its ` &`.
-    command = render(spec(argv=tuple(argv))).split("\nsrun ", 1)[1].split(" &\nranks=$!", 1)[0]
+    script = render(spec(argv=tuple(argv)))
+    command = script.split("\n  srun ", 1)[1].split(" &\n  ranks=$!", 1)[0]
     words = shlex.split(command)
     assert words[0] == "--kill-on-bad-exit=1"
-    assert words[1:] == argv
+    # Each rank creates its attempt's file, then execs the command as given.
+    assert words[1:6] == ["/bin/sh", "-c", 'touch -- "$1" && shift && exec "$@"',
+                          "gpudeck-rank", "$started.$attempt"]  # fmt: skip
+    assert words[6:] == argv
 
 
 def test_environment_values_are_quoted() -> None:
@@ -116,8 +120,31 @@ def test_an_array_gives_each_task_its_own_directory_logs_and_stop_marker() -> No
     assert "#SBATCH --comment=gpudeck:sweep-3\n" in script
     assert "#SBATCH --array=0-497%3\n#SBATCH --dependency=afterany:41\n" in script
     assert 'export GPUDECK_TASK_DIR="/shared/arrays/sweep-3-10/task-$SLURM_ARRAY_TASK_ID"' in script
-    assert "srun --kill-on-bad-exit=1 --output=/shared/arrays/sweep-3-10/task-%a/rank%t.log " in (
+    assert "  srun --kill-on-bad-exit=1 --output=/shared/arrays/sweep-3-10/task-%a/rank%t.log " in (
         script
     )
+    # Each task's attempts are its own: Slurm gives every array task a job id of its own.
+    assert 'started="/shared/gpudeck/jobs/7/.gpudeck-step-$SLURM_JOB_ID-' in script
     assert 'rm -f "$GPUDECK_TASK_DIR"/stop-signal' in script
     assert 'trap \'touch "$GPUDECK_TASK_DIR"/stop-signal; kill -USR1' in script
+
+
+def test_srun_starts_again_only_while_no_rank_started_within_the_bound() -> None:
+    script = render(spec(step_retry_s=240))
+    started = "/shared/gpudeck/jobs/7/.gpudeck-step-$SLURM_JOB_ID-${SLURM_RESTART_COUNT:-0}"
+    assert f'started="{started}"' in script
+    assert "retry_until=$((SECONDS + 240)) pause_s=1 attempt=0" in script
+    loop = script.split("\nwhile :; do\n", 1)[1]
+    # The attempt's file decides, before the bound is even read; USR1 stops the retries.
+    ran = loop.index("[[ -e $started.$attempt || -n $signalled ]] && break")
+    assert ran < loop.index("(( SECONDS + pause_s <= retry_until )) || break")
+    # The pause is a child the trap can end (USR1 to $ranks), and doubles up to 30 s.
+    assert 'sleep "$pause_s" & ranks=$!' in loop
+    assert "pause_s=$((pause_s * 2 > 30 ? 30 : pause_s * 2))" in loop
+    assert script.index("signalled=\n") < script.index("trap ")
+    assert script.endswith('rm -f "$started".*\nexit "$status"\n')
+
+
+def test_a_negative_retry_bound_is_refused() -> None:
+    with pytest.raises(ValueError, match="step_retry_s"):
+        spec(step_retry_s=-1)
