@@ -27,6 +27,7 @@ from gpudeck.slurm.records import (
     unknown,
 )
 from gpudeck.slurm.runner import CommandResult, CommandRunner, CommandTimedOut
+from gpudeck.slurm.ssh import LoginNodeUnreachable
 from gpudeck.slurm.states import TERMINAL
 
 # What Slurm's commands print when the daemon they need does not answer.
@@ -81,12 +82,12 @@ class SlurmClient:
             found = {s.job_id: s for s in self._squeue(ids)}
             controller_cause = None
         except SlurmError as exc:
-            controller_cause = f"slurmctld did not answer: {exc}"
+            controller_cause = unanswered(exc, "slurmctld")
         if wanted := self._sacct_ids(ids, found, controller_cause):
             try:
                 self._merge_sacct(found, self._sacct(wanted), controller_cause)
             except SlurmError as exc:
-                controller_cause = controller_cause or f"slurmdbd did not answer: {exc}"
+                controller_cause = controller_cause or unanswered(exc, "slurmdbd")
         if controller_cause is None:
             _removed_while_pending(found)
         named = {s.array_job_id for s in found.values()} | set(found)
@@ -212,6 +213,14 @@ class SlurmClient:
             raise SlurmUnreachable(str(exc)) from exc
         except OSError as exc:  # the command is not there (no Slurm client on this host)
             raise SlurmError(f"{argv[0]}: {exc}") from exc
+
+
+def unanswered(exc: SlurmError, silent: str) -> str:
+    """Why nothing could be read, in one sentence: "`silent` did not answer: <Slurm's words>",
+    or, when ssh could not reach the login node at all, that (it names the node)."""
+    if isinstance(exc.__cause__, LoginNodeUnreachable):
+        return str(exc)
+    return f"{silent} did not answer: {exc}"
 
 
 REMOVED_WHILE_PENDING = "removed from its array before it started (scancel of a pending task)"

@@ -78,7 +78,7 @@ class SshRunner:
                 f"{argv[0]} on {self.user_host} did not answer within {timeout_s:g} s"
             ) from exc
         if done.returncode == SSH_FAILED:
-            raise _failure(self.user_host, self.known_hosts_path, done.stderr)
+            raise _failure(f"{self.user_host}:{self.port}", self.known_hosts_path, done.stderr)
         return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
 
     def _control(self) -> list[str]:
@@ -95,13 +95,22 @@ def control_dir_fits(control_dir: Path) -> bool:
     return len(str(control_dir).encode()) + 1 + _CONTROL_NAME_LEN <= _SOCKET_PATH_MAX
 
 
-def _failure(user_host: str, known_hosts: Path, stderr: str) -> LoginNodeUnreachable:
+def _failure(login_node: str, known_hosts: Path, stderr: str) -> LoginNodeUnreachable:
     said = "; ".join(line.strip() for line in stderr.splitlines() if line.strip()) or "no message"
     if any(words in stderr for words in _HOST_KEY_WORDS):
         return HostKeyRejected(
-            f"the login node {user_host} did not show the host key that {known_hosts} holds "
+            f"the login node {login_node} did not show the host key that {known_hosts} holds "
             f"for it (StrictHostKeyChecking; ssh: {said})"
         )
     if "Permission denied" in stderr:
-        return KeyRefused(f"the login node {user_host} refused the key (ssh: {said})")
-    return LoginNodeUnreachable(f"the login node {user_host} did not answer over ssh: {said}")
+        return KeyRefused(f"the login node {login_node} refused the key (ssh: {said})")
+    return LoginNodeUnreachable(
+        f"login node {login_node} did not answer over ssh ({_last_words(stderr)})"
+    )
+
+
+def _last_words(stderr: str) -> str:
+    """ssh's reason without its preamble: "ssh: connect to host h port 22: Connection refused"
+    says "Connection refused" (the host and port are in the sentence already)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1].rsplit(": ", 1)[-1] if lines else "no message from ssh"

@@ -10,7 +10,7 @@ import shutil
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from gpudeck.scheduler.slurm_pass import SlurmExecutor
 from gpudeck.services.submit import cluster_target
 from gpudeck.slurm import BatchSpec, LocalRunner, SlurmClient, SlurmUnreachable, render
 from gpudeck.slurm.ssh import HostKeyRejected, SshRunner
+from gpudeck.slurm.ssh import _failure as ssh_failure
 
 API_BOUND_S = 2.0
 
@@ -70,6 +71,17 @@ def ssh_lab(
     assert added.status_code == 201, added.text
     yield "lab"
     cluster_target.FACTS.forget()
+
+
+def test_a_silent_login_node_is_one_sentence_naming_it_and_its_jobs_read_unknown() -> None:
+    def refused(argv: Sequence[str], *, input_text: str | None = None, timeout_s: float) -> Any:
+        stderr = "ssh: connect to host login.lab port 2222: Connection refused\r\n"
+        raise ssh_failure("gpudeck@login.lab:2222", Path("/srv/known_hosts"), stderr)
+
+    [state] = SlurmClient(refused).poll(["7"]).values()
+    assert state.state == "unknown"
+    said = "login node gpudeck@login.lab:2222 did not answer over ssh (Connection refused)"
+    assert state.reason == said
 
 
 def test_an_argv_with_spaces_quotes_and_semicolons_arrives_intact(login_node: LoginNode) -> None:
@@ -232,7 +244,8 @@ def test_a_frozen_then_dead_login_node_reads_unknown_never_failed(
         finally:
             login_node.launch()
         assert dead.state == "unknown", dead
-        assert "login node" in (dead.reason or "") and "Connection refused" in (dead.reason or "")
+        where = f"{login_node.user_host}:{login_node.port}"
+        assert dead.reason == f"login node {where} did not answer over ssh (Connection refused)"
         assert answer.json()["reachable"] is False and took_s < API_BOUND_S, took_s
     finally:
         release.touch()

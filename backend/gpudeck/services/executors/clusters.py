@@ -27,6 +27,7 @@ from gpudeck.schemas.clusters import (
 )
 from gpudeck.services.errors import Conflict, InvalidInput, NotFound
 from gpudeck.slurm import CommandRunner, LocalRunner, NodeInfo, SlurmClient, SlurmError
+from gpudeck.slurm.client import unanswered
 from gpudeck.slurm.records import expand_hostlist
 from gpudeck.slurm.ssh import HostKeyRejected, KeyRefused, SshRunner
 
@@ -158,7 +159,7 @@ def check_partitions(client: SlurmClient, wanted: list[str]) -> PartitionCheck:
             raise InvalidInput([("known_hosts_path", str(exc))]) from None
         if isinstance(exc.__cause__, KeyRefused):
             raise InvalidInput([("ssh_key_path", str(exc))]) from None
-        return PartitionCheck(False, f"the cluster did not answer: {exc}")
+        return PartitionCheck(False, unanswered(exc, "the cluster"))
     errors = [
         (f"partitions.{k}", f"no partition {name!r} on the cluster; it has {_names(known)}")
         for k, name in enumerate(wanted)
