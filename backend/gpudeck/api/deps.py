@@ -13,6 +13,7 @@ from gpudeck.core.config import Settings
 from gpudeck.core.security import Principal
 from gpudeck.models import Job
 from gpudeck.services.errors import Forbidden
+from gpudeck.services.executors.clusters import SlurmClients
 from gpudeck.services.jobs.lookup import get_job
 from gpudeck.services.submit.checks import Submitter
 
@@ -37,8 +38,14 @@ def get_settings_dep(request: Request) -> Settings:
     return settings
 
 
+def get_slurm_clients(request: Request) -> SlurmClients:
+    clients: SlurmClients = request.app.state.slurm_clients
+    return clients
+
+
 SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+SlurmClientsDep = Annotated[SlurmClients, Depends(get_slurm_clients)]
 CurrentUser = Annotated[Principal, Depends(current_principal)]
 AdminUser = Annotated[Principal, Depends(admin_principal)]
 
@@ -68,4 +75,5 @@ def submitter(request: Request, user: Principal) -> Submitter:
         default_time_limit_s=settings.default_time_limit_s,
         max_time_limit_s=settings.max_time_limit_s,
         cuda_context_reserve_bytes=settings.cuda_context_reserve_bytes,
+        slurm_clients=request.app.state.slurm_clients,
     )

@@ -18,6 +18,7 @@ from gpudeck.core.celery_app import make_celery
 from gpudeck.core.config import Settings
 from gpudeck.core.db import API_TIMEOUTS, make_sessionmaker, service_engine
 from gpudeck.core.redis import API_TIMEOUT_S, Breaker, async_client, pinger, sync_client
+from gpudeck.services.executors.clusters import SlurmClients
 
 # Worker threads for sync endpoints, and the database pool's size to match (see _lifespan).
 API_THREADS = 8
@@ -50,6 +51,9 @@ async def _lifespan(
     # waiting on a row lock or a slow disk.
     anyio.to_thread.current_default_thread_limiter().total_tokens = API_THREADS
     app.state.settings = settings
+    # Slurm's commands on each cluster; over ssh, one connection per login node kept under
+    # the app's data directory (made once, here).
+    app.state.slurm_clients = SlurmClients.under(settings.data_dir)
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     # For a read (or a write) that needs no transaction around it: one round trip, no

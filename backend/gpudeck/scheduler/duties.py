@@ -18,6 +18,7 @@ from gpudeck.core.config import Settings
 from gpudeck.core.db import transaction
 from gpudeck.scheduler.contact import Contact
 from gpudeck.scheduler.slurm_pass import SlurmExecutor
+from gpudeck.services.executors.clusters import SlurmClients
 from gpudeck.services.placement.live_memory import live_memory_or_none
 from gpudeck.services.queue import dispatch, passes
 from gpudeck.services.queue import summary as queue_summary
@@ -148,7 +149,7 @@ def stop_hopeless_members(ctx: Context) -> list[int]:
 
 
 def default_duties(settings: Settings) -> list[Duty]:
-    slurm = SlurmExecutor()
+    slurm = SlurmExecutor(clients=SlurmClients.under(settings.data_dir))
     return [
         Duty("reap lost jobs", max(0.5, settings.heartbeat_interval_s / 2), reap_lost_jobs),
         Duty("re-dispatch queued jobs", 1.0, redispatch_jobs),

@@ -63,6 +63,8 @@ class Ending:
 
 @dataclass
 class SlurmExecutor:
+    # Each cluster's adapter (over ssh: connections kept under the scheduler's data directory).
+    clients: cluster_rows.SlurmClients = field(default_factory=cluster_rows.SlurmClients)
     followers: dict[int, SlurmFollower] = field(default_factory=dict)
     _thread: threading.Thread | None = None
     _max_array_sizes: dict[str, int] = field(default_factory=dict)
@@ -112,7 +114,7 @@ class ClusterPass:
     @property
     def client(self) -> SlurmClient:
         timeout = self.ctx.settings.slurm_command_timeout_s
-        return cluster_rows.slurm_client(self.cluster.row, timeout)
+        return self.executor.clients(self.cluster.row, timeout)
 
     def run(self) -> None:
         client = self.client

@@ -30,7 +30,7 @@ from gpudeck.models import Cluster
 from gpudeck.scheduler.slurm_pass import SlurmExecutor
 from gpudeck.services.submit import cluster_target
 from gpudeck.slurm import BatchSpec, LocalRunner, SlurmClient, SlurmUnreachable, render
-from gpudeck.slurm.ssh import HostKeyRejected, SshRunner
+from gpudeck.slurm.ssh import HostKeyRejected, SshRunner, control_dir_fits
 from gpudeck.slurm.ssh import _failure as ssh_failure
 
 API_BOUND_S = 2.0
@@ -196,6 +196,16 @@ def test_an_ssh_cluster_shows_its_access_and_host_never_its_key(
     assert "ssh_key_path" not in shown and str(login_node.client_key) not in str(shown)
     state = client.get(f"/api/clusters/{ssh_lab}/state").json()
     assert state["reachable"] and sorted(n["name"] for n in state["nodes"]) == sorted(NODES)
+
+
+def test_the_api_keeps_its_ssh_connections_under_its_own_data_dir(
+    client: TestClient, settings: Settings, ssh_lab: str
+) -> None:
+    control = settings.data_dir / "ssh"
+    assert client.app.state.slurm_clients.ssh_control_dir == control  # type: ignore[attr-defined]
+    assert client.get(f"/api/clusters/{ssh_lab}/state").json()["reachable"]
+    if control_dir_fits(control):
+        assert [p.is_socket() for p in control.iterdir()] == [True]  # the login node's master
 
 
 def test_an_sae_job_on_an_ssh_cluster_succeeds(

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from gpudeck.api.deps import AdminUser, CurrentUser, SessionDep
+from gpudeck.api.deps import AdminUser, CurrentUser, SessionDep, SlurmClientsDep
 from gpudeck.schemas.clusters import (
     ClusterCreate,
     ClusterCreated,
@@ -36,11 +36,13 @@ def list_clusters(_: CurrentUser, session: SessionDep) -> list[ClusterPublic]:
 
 
 @router.post("", status_code=201, responses=_ERRORS)
-def add_cluster(body: ClusterCreate, admin: AdminUser, session: SessionDep) -> ClusterCreated:
+def add_cluster(
+    body: ClusterCreate, admin: AdminUser, session: SessionDep, slurm: SlurmClientsDep
+) -> ClusterCreated:
     """Connect a cluster. Its partitions are checked against Slurm when it answers (an unknown
     one is a 422 naming it); when it does not, the cluster is kept and the answer says why the
     partitions could not be checked."""
-    cluster, check = clusters.add_cluster(session, body, admin.name)
+    cluster, check = clusters.add_cluster(session, body, admin.name, slurm)
     audit.record(
         session, admin, audit.CLUSTER_ADD, f"cluster:{cluster.name}",
         partitions=cluster.partitions, partitions_checked=check.checked,
@@ -58,7 +60,9 @@ def get_cluster(name: Name, _: CurrentUser, session: SessionDep) -> ClusterPubli
 
 
 @router.get("/{name}/state", responses=_ERRORS)
-def cluster_state(name: Name, _: CurrentUser, session: SessionDep) -> ClusterState:
+def cluster_state(
+    name: Name, _: CurrentUser, session: SessionDep, slurm: SlurmClientsDep
+) -> ClusterState:
     """The cluster's nodes, their GPUs (GRES type, count, in use) and state, as Slurm reports
     them now; `reachable: false` with the cause when Slurm does not answer within the bound,
     and since when it has not (`unreachable_since`, kept on the cluster's row)."""
@@ -66,7 +70,9 @@ def cluster_state(name: Name, _: CurrentUser, session: SessionDep) -> ClusterSta
     cluster_id = cluster.id
     jobs = clusters.jobs_by_node(session, cluster)
     session.close()  # no connection held while Slurm is asked
-    state = cluster_reads.record_read(session, cluster_id, clusters.read_state(cluster, jobs=jobs))
+    state = cluster_reads.record_read(
+        session, cluster_id, clusters.read_state(cluster, slurm, jobs=jobs)
+    )
     session.commit()
     return state
 
@@ -76,6 +82,7 @@ def cluster_gpu_types(
     name: Name,
     _: CurrentUser,
     session: SessionDep,
+    slurm: SlurmClientsDep,
     partition: Annotated[
         SlurmName | None, Query(description="one of the cluster's; default: its first")
     ] = None,
@@ -89,7 +96,7 @@ def cluster_gpu_types(
     answer, the configured types with `reachable: false` and the cause."""
     cluster = clusters.get_cluster(session, name)
     session.close()  # no connection held while Slurm is asked
-    return gpu_types.gpu_types(cluster, partition, estimate_bytes)
+    return gpu_types.gpu_types(cluster, partition, estimate_bytes, slurm)
 
 
 @router.delete("/{name}", responses=_ERRORS)

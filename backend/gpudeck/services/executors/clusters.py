@@ -16,7 +16,6 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from gpudeck.core.config import get_settings
 from gpudeck.models import Cluster, Job
 from gpudeck.schemas.clusters import (
     ClusterCreate,
@@ -55,33 +54,45 @@ class PartitionCheck:
     note: str | None = None  # why not, when the cluster did not answer
 
 
-def slurm_client(cluster: Cluster, timeout_s: float = READ_TIMEOUT_S) -> SlurmClient:
-    """The adapter for `cluster`: its commands run here ('local') or on its login node ('ssh'),
-    with its slurm.conf."""
-    return SlurmClient(command_runner(cluster), timeout_s=timeout_s)
+@dataclass(frozen=True)
+class SlurmClients:
+    """Each cluster's adapter: its commands run here ('local') or on its login node ('ssh'),
+    with its slurm.conf. Built once where a part of GPUDeck starts (the API's lifespan, the
+    scheduler's duties), from that part's data directory: `ssh_control_dir` is where ssh keeps
+    one connection per login node open (None: a connection per command)."""
+
+    ssh_control_dir: Path | None = None
+
+    @classmethod
+    def under(cls, data_dir: Path) -> SlurmClients:
+        """Clients keeping ssh's connections under `<data_dir>/ssh` (this user's only), made
+        now; a connection per command when it cannot be made."""
+        path = data_dir / "ssh"
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError:
+            return cls()
+        return cls(path)
+
+    def __call__(self, cluster: Cluster, timeout_s: float = READ_TIMEOUT_S) -> SlurmClient:
+        return SlurmClient(self.command_runner(cluster), timeout_s=timeout_s)
+
+    def command_runner(self, cluster: Cluster) -> CommandRunner:
+        if cluster.access == "ssh":
+            assert cluster.ssh_host and cluster.ssh_key_path and cluster.known_hosts_path
+            return SshRunner(
+                cluster.ssh_host, Path(cluster.ssh_key_path), Path(cluster.known_hosts_path),
+                port=cluster.ssh_port or 22, slurm_conf=cluster.slurm_conf,
+                control_dir=self.ssh_control_dir,
+            )  # fmt: skip
+        env = (
+            None if cluster.slurm_conf is None else {**os.environ, "SLURM_CONF": cluster.slurm_conf}
+        )
+        return LocalRunner(env)
 
 
-def command_runner(cluster: Cluster) -> CommandRunner:
-    if cluster.access == "ssh":
-        assert cluster.ssh_host and cluster.ssh_key_path and cluster.known_hosts_path
-        return SshRunner(
-            cluster.ssh_host, Path(cluster.ssh_key_path), Path(cluster.known_hosts_path),
-            port=cluster.ssh_port or 22, slurm_conf=cluster.slurm_conf,
-            control_dir=_control_dir(),
-        )  # fmt: skip
-    env = None if cluster.slurm_conf is None else {**os.environ, "SLURM_CONF": cluster.slurm_conf}
-    return LocalRunner(env)
-
-
-def _control_dir() -> Path | None:
-    """Where ssh keeps one connection per login node open (<data_dir>/ssh, this user's only);
-    None, and a connection per command, when it cannot be made."""
-    path = get_settings().data_dir / "ssh"
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return path
+# For callers that start no part of GPUDeck (tests, scripts): a connection per ssh command.
+slurm_client = SlurmClients()
 
 
 def list_clusters(session: Session) -> list[Cluster]:

@@ -26,6 +26,7 @@ from gpudeck.schemas.jobs import JobCreate
 from gpudeck.services.accounts.users import may_run_code
 from gpudeck.services.cluster.nodes import NodeFacts
 from gpudeck.services.errors import Conflict, Forbidden, InvalidInput
+from gpudeck.services.executors.clusters import ClientFor, slurm_client
 from gpudeck.services.queue import waiting as queue_waiting
 from gpudeck.services.queue.plan import Quota
 from gpudeck.services.submit.config_errors import config_errors
@@ -44,6 +45,8 @@ class Submitter:
     cuda_context_reserve_bytes: int = field(
         default_factory=lambda: get_settings().cuda_context_reserve_bytes
     )
+    # How a job naming a cluster reaches Slurm for its checks: the API passes its own.
+    slurm_clients: ClientFor = slurm_client
 
 
 def refuse_nul(value: Any, field: str) -> None:

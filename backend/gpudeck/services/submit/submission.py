@@ -79,10 +79,10 @@ class Submission:
         return columns | {"reserved_bytes_per_device": reserved}
 
 
-def where_it_runs(session: Session, spec: JobCreate) -> Placement | ClusterTarget:
+def where_it_runs(session: Session, spec: JobCreate, who: Submitter) -> Placement | ClusterTarget:
     """GPUDeck's own nodes (placement_request.resolve), or the Slurm cluster it names."""
     if spec.cluster is not None:
-        return cluster_target.resolve(session, spec)
+        return cluster_target.resolve(session, spec, who.slurm_clients)
     return placement_request.resolve(session, spec)
 
 
@@ -126,7 +126,7 @@ def create_job(
     `may_start_now=False`: it waits for the scheduler whatever is free (a resumed sweep
     member: the scheduler keeps to the sweep's max_parallel)."""
     who = owner if isinstance(owner, Submitter) else Submitter(owner)
-    placement = where_it_runs(session, spec)
+    placement = where_it_runs(session, spec, who)
     config = validate_config(spec.kind, spec.config, spec.world_size)
     prepared = prepare(session, spec, who, placement, data_dir, jobs=1)
     job = Job(**prepared.member_row(session, config, spec.name or f"{spec.kind}-job"))

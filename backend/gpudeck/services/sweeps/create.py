@@ -77,7 +77,7 @@ def create_sweep(
     if not spec.job.queue:
         raise InvalidInput([("job.queue", "a sweep's members wait for their turn: queue true")])
     job = spec.job
-    placement = submission.where_it_runs(session, job)
+    placement = submission.where_it_runs(session, job, owner)
     planned = expand(spec)
     prepared = submission.prepare(session, job, owner, placement, data_dir, jobs=len(planned))
     name = spec.name or f"{job.kind}-sweep"

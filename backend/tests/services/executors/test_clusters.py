@@ -5,7 +5,9 @@ tests/slurm/test_clusters_api.py."""
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -16,6 +18,7 @@ from gpudeck.schemas.clusters import ClusterCreate
 from gpudeck.services.errors import InvalidInput
 from gpudeck.services.executors import clusters
 from gpudeck.slurm import CommandResult, CommandTimedOut, SlurmClient
+from gpudeck.slurm.ssh import SshRunner
 
 PARTITIONS = "PartitionName=gpu State=UP Nodes=g[1-2]\nPartitionName=cpu State=UP Nodes=c1\n"
 NODE = (
@@ -97,3 +100,36 @@ def test_the_state_lists_each_node_with_its_gpus_in_use(db: Session) -> None:
     assert (node.cpus, node.cpus_allocated, node.memory_allocated_mb) == (64, 8, 64000)
     [gpus] = node.gpus
     assert (gpus.type, gpus.count, gpus.used, gpus.used_indices) == ("a100", 4, 2, [1, 2])
+
+
+def ssh_cluster() -> Cluster:
+    return Cluster(
+        name="lab", access="ssh", ssh_host="gpudeck@login.lab", ssh_port=2222,
+        ssh_key_path="/srv/gpudeck/id_ed25519", known_hosts_path="/srv/gpudeck/known_hosts",
+    )  # fmt: skip
+
+
+def test_clients_keep_ssh_connections_under_the_data_dir_they_were_built_with(
+    tmp_path: Path,
+) -> None:
+    clients = clusters.SlurmClients.under(tmp_path)
+    control = tmp_path / "ssh"
+    assert clients.ssh_control_dir == control
+    assert stat.S_IMODE(control.stat().st_mode) == 0o700  # this user's only
+    runner = clients.command_runner(ssh_cluster())
+    assert isinstance(runner, SshRunner)
+    assert (runner.control_dir, runner.port) == (control, 2222)
+    control.rmdir()
+    clients(ssh_cluster(), 1.0)  # an adapter per call: the directory was made once, before
+    assert not control.exists()
+
+
+def test_clients_that_cannot_make_the_directory_open_a_connection_per_command(
+    tmp_path: Path,
+) -> None:
+    not_a_dir = tmp_path / "data"
+    not_a_dir.write_text("")
+    clients = clusters.SlurmClients.under(not_a_dir)
+    assert clients.ssh_control_dir is None
+    runner = clients.command_runner(ssh_cluster())
+    assert isinstance(runner, SshRunner) and "ControlMaster=auto" not in runner.argv(["true"])
