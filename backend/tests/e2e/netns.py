@@ -11,10 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import subprocess
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+# One lock file a /24 in use, held for its bridge's life: test processes running side by side
+# (xdist workers, a developer's second run) never put two bridges on one subnet. Two did when the
+# subnet came from the pid alone (pid % 200): the kernel then routes the subnet to one of the two
+# bridges, and the other cluster's nodes cannot reach their controller ("Unable to register").
+LOCKS = Path("/run/gpudeck-test-subnets")
 
 
 def _ip(*args: str) -> None:
@@ -33,15 +42,45 @@ def available() -> str | None:
     return None
 
 
+def _subnet_in_use(prefix: str) -> bool:
+    """An address of `prefix`.0/24 on any interface: a bridge a killed run left behind."""
+    listed = subprocess.run(
+        ["ip", "-o", "addr", "show", "to", f"{prefix}.0/24"],
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    return bool(listed.stdout.strip())
+
+
+def claim_subnet(network: str) -> tuple[str, IO[str]]:
+    """A free `network`.N (a /24 prefix) and the open lock file that keeps it ours until closed."""
+    LOCKS.mkdir(exist_ok=True)
+    start = os.getpid() % 200
+    for step in range(200):
+        prefix = f"{network}.{20 + (start + step) % 200}"
+        lock = (LOCKS / f"{prefix}.lock").open("w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        if not _subnet_in_use(prefix):
+            return prefix, lock
+        lock.close()
+    raise RuntimeError(f"no free /24 under {network}.20-219 for a test bridge")
+
+
 @dataclass
 class Hosts:
-    """A bridge and one namespace per node name; `address[name]` is that node's address."""
+    """A bridge and one namespace per node name; `address[name]` is that node's address.
+    The subnet, `network`.N.0/24, is claimed when the bridge comes up."""
 
     names: list[str]
-    prefix: str = field(default_factory=lambda: f"10.231.{20 + os.getpid() % 200}")
+    network: str = "10.231"
     tag: str = field(default_factory=lambda: f"gd{os.getpid() % 100000}")
     address: dict[str, str] = field(default_factory=dict)
     namespace: dict[str, str] = field(default_factory=dict)
+    prefix: str = ""
+    _lock: IO[str] | None = None
 
     @property
     def bridge(self) -> str:
@@ -52,6 +91,7 @@ class Hosts:
         return f"{self.prefix}.1"
 
     def up(self) -> None:
+        self.prefix, self._lock = claim_subnet(self.network)
         _ip("link", "add", self.bridge, "type", "bridge")
         _ip("addr", "add", f"{self.gateway}/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
@@ -75,6 +115,9 @@ class Hosts:
                 _ip("netns", "del", ns)  # takes its veth pair with it
         with contextlib.suppress(subprocess.CalledProcessError):
             _ip("link", "del", self.bridge)
+        if self._lock is not None:  # the bridge is gone: its subnet is free for the next one
+            self._lock.close()
+            self._lock = None
 
     def command(self, name: str, argv: list[str]) -> list[str]:
         """`argv` run inside node `name`'s namespace."""

@@ -409,9 +409,7 @@ StorageLoc=slurm_acct_db
 def start_cluster() -> SlurmCluster:
     """A fresh cluster under a new temporary directory; the caller must `stop()` it."""
     pid = os.getpid()
-    hosts = netns.Hosts(
-        names=list(NODES), prefix=f"10.232.{20 + pid % 200}", tag=f"gs{pid % 100000}"
-    )
+    hosts = netns.Hosts(names=list(NODES), network="10.232", tag=f"gs{pid % 100000}")
     ports = {name: free_port() for name in ("slurmctld", "slurmd", "slurmdbd", "mysql")}
     cluster = SlurmCluster(Path(tempfile.mkdtemp(prefix="gpudeck-slurm-")), hosts, ports)
     try:
