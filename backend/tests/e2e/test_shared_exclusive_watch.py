@@ -7,15 +7,13 @@ does."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-import psutil
-from e2e_helpers import WorkerProcess, wait_status
+from e2e_helpers import WorkerProcess, descendants, rank_alive, wait_status
 from fastapi.testclient import TestClient
 from harness import TEST_NODE
 from sqlalchemy import text
@@ -38,38 +36,47 @@ TRAIN = {
 }
 
 
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 class Watch:
-    """Which of `jobs` have a live process, every 10 ms: (time, the live ones) per sample."""
+    """Which of `jobs` have a live process, every 10 ms: (time, the live ones) per sample.
+
+    A job whose guard and every process seen under it are gone is not looked at again (nothing
+    new can appear under a guard that is gone): with psutil's children(recursive=True), which
+    reads all of /proc, for every job at every sample, this thread was busy most of the test."""
 
     def __init__(self, settings: Settings, jobs: list[int]) -> None:
         self.settings, self.jobs = settings, jobs
         self.samples: list[tuple[float, frozenset[int]]] = []
         self._seen: dict[int, set[int]] = {j: set() for j in jobs}
+        self._guard: dict[int, int] = {}
+        self._ended: set[int] = set()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _follow(self, job_id: int) -> None:
+    def _learn_guard(self, job_id: int) -> None:
         try:
             launched = json.loads((run_dir(self.settings, job_id) / "launch.json").read_text())
         except (FileNotFoundError, ValueError):
             return
-        guard = launched["pids"][0]
-        self._seen[job_id].add(guard)
-        with contextlib.suppress(psutil.Error):
-            self._seen[job_id].update(c.pid for c in psutil.Process(guard).children(True))
+        self._guard[job_id] = launched["pids"][0]
+
+    def _live(self, job_id: int) -> bool:
+        guard = self._guard[job_id]
+        seen = self._seen[job_id]
+        seen.add(guard)
+        if rank_alive(guard):
+            seen.update(descendants(guard))
+        live = any(rank_alive(pid) for pid in seen)
+        if not live:
+            self._ended.add(job_id)
+        return live
 
     def _run(self) -> None:
         while not self._done.wait(0.01):
             for job_id in self.jobs:
-                self._follow(job_id)
-            live = frozenset(j for j in self.jobs if any(alive(p) for p in self._seen[j]))
+                if job_id not in self._guard:
+                    self._learn_guard(job_id)
+            following = [j for j in self.jobs if j in self._guard and j not in self._ended]
+            live = frozenset(j for j in following if self._live(j))
             self.samples.append((time.monotonic(), live))
 
     def first(self, job_id: int) -> float:
