@@ -1,6 +1,11 @@
 """`gpudeck run` on a machine with no database or Redis configured: embedded ones start, the
 API answers, data survives a restart, and Ctrl-C leaves no process behind: `gpudeck run`
-returns only once every process it started is gone, so the check needs no grace period."""
+returns only once every process it started is gone, so the check needs no grace period.
+
+One test, two starts: a first start on a fresh data directory (initdb, the first admin token)
+and a restart of it are what every check here needs, and each start of the whole `gpudeck
+run` costs ~15 s of CPU (its API, worker, sampler, scheduler and stores); three tests with a
+start of their own each took five starts for the same checks."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -19,6 +25,7 @@ from stores import remove_root, temp_root
 
 # Among the suite's longest: started first (conftest.py).
 pytestmark = pytest.mark.long
+JOB = {"kind": "sae", "config": {"batch_size": 64, "steps": 5}, "count": 1}
 
 
 @pytest.fixture
@@ -42,76 +49,83 @@ def gpudeck_run(data_dir: Path, port: int) -> Iterator[tuple[GpudeckRun, float]]
         assert run.process.wait(timeout=60) == 0, run.log()[-4000:]
 
 
-def test_run_with_embedded_services_restarts_and_leaves_nothing(run_root: Path) -> None:
-    data_dir = run_root / "gpudeck-data"
-    port = free_port()
-    with gpudeck_run(data_dir, port) as (run, seconds):
-        assert seconds < 60
-        headers = auth_headers(run.admin_token())
-        body = {"kind": "sae", "config": {"batch_size": 64, "steps": 5}, "count": 1}
-        job = httpx.post(f"{run.url}/api/jobs", json=body, timeout=30, headers=headers).json()
-        assert processes_mentioning(str(data_dir))
-    assert processes_mentioning(str(data_dir)) == []  # the moment `gpudeck run` has returned
-
-    with gpudeck_run(data_dir, port) as (run, _):
-        url = f"{run.url}/api/jobs/{job['id']}"
-        assert httpx.get(url, timeout=30, headers=headers).status_code == 200
-        assert not any("gpd_" in line for line in run.output)  # the token is printed only once
-    assert processes_mentioning(str(data_dir)) == []
-    assert "Traceback" not in run.log()  # stores stop after their users: no connection errors
-
-
-def test_run_is_quiet_and_ends_start_up_with_the_sign_in_link(run_root: Path) -> None:
-    """Issue 18: most of `gpudeck run`'s output was access logs, database setup and a Celery
-    warning, with the sign-in link buried; Ctrl-C printed Redis tracebacks."""
-    data_dir = run_root / "gpudeck-data"
-    with gpudeck_run(data_dir, free_port()) as (run, _):
-        headers = auth_headers(run.admin_token())
-        body = {"kind": "sae", "config": {"batch_size": 64, "steps": 5}, "count": 1}
-        job = httpx.post(f"{run.url}/api/jobs", json=body, timeout=30, headers=headers).json()
-        deadline = time.monotonic() + 120
-        while httpx.get(f"{run.url}/api/jobs/{job['id']}", headers=headers).json()["status"] != (
-            "succeeded"
-        ):
-            assert time.monotonic() < deadline, run.log()
-            time.sleep(0.2)
-        for _ in range(20):  # requests that used to print an access log line each
-            httpx.get(f"{run.url}/api/gpus", headers=headers, timeout=10)
-        printed = [line.rstrip("\n") for line in run.output if line.strip()]
-    assert printed[0] == f"GPUDeck: {run.url}"
-    assert printed[-1].startswith(f"Sign in: {run.url}/#token=gpd_")  # last, on its own line
-    assert len(printed) == 5, printed  # the address, two lines on the token, it, the link
-    # Start-up, a job, twenty requests and Ctrl-C: no access log, database setup, Celery banner
-    # or warning, info line or traceback (a real warning, e.g. a part restarted, may show).
-    noise = ("HTTP/1.1", "pgserver", "initdb", "celery", "Celery", "SecurityWarning", " INFO ")
-    noisy = [line for line in run.log().splitlines() if any(n in line for n in noise)]
-    assert noisy == [] and "Traceback" not in run.log(), run.log()
-
-
-def test_a_lost_admin_token_is_replaced_from_the_data_directory(run_root: Path) -> None:
-    """Issue 25: later starts print only the URL, and `gpudeck token create admin` refused
-    without GPUDECK_DATABASE_URL: it never found the embedded database `gpudeck run` made. It
-    uses the running server's socket, or starts that database for the command and stops it."""
+def test_run_with_embedded_services_is_quiet_restarts_replaces_a_lost_token_and_leaves_nothing(
+    run_root: Path,
+) -> None:
     data_dir = run_root / "gpudeck-data"
     home = run_root / "home"
     home.mkdir()
     port = free_port()
     cli = Cli(f"http://127.0.0.1:{port}", None, home)
-    with gpudeck_run(data_dir, port) as (run, _):
-        postmaster = run.postmaster().pid
-        made = cli("token", "create", "admin", GPUDECK_DATA_DIR=str(data_dir))
-        assert made.returncode == 0, made.stderr
-        me = httpx.get(f"{run.url}/api/auth/me", headers=auth_headers(made.stdout.strip()))
-        assert me.json()["name"] == "admin"
-        assert run.postmaster().pid == postmaster  # the running server, not a second one
-    assert processes_mentioning(str(data_dir)) == []
+    with gpudeck_run(data_dir, port) as (run, seconds):
+        assert seconds < 60
+        headers = auth_headers(run.admin_token())
+        _a_job_succeeds_and_twenty_requests(run, headers)
+        made = _an_admin_token_through_the_running_servers_socket(run, cli)
+        job = httpx.post(f"{run.url}/api/jobs", json=JOB, timeout=30, headers=headers).json()
+        assert processes_mentioning(str(data_dir))  # stopped with that job just submitted
+    assert processes_mentioning(str(data_dir)) == []  # the moment `gpudeck run` has returned
+    _the_first_start_was_quiet(run)
 
+    after = _an_admin_token_while_nothing_runs(cli, data_dir)
+    with gpudeck_run(data_dir, port) as (run, _):
+        url = f"{run.url}/api/jobs/{job['id']}"
+        assert httpx.get(url, timeout=30, headers=headers).status_code == 200
+        assert not any("gpd_" in line for line in run.output)  # the token is printed only once
+        for token in (made, after):  # both sign in to a later start
+            me = httpx.get(f"{run.url}/api/auth/me", headers=auth_headers(token), timeout=30)
+            assert me.json()["name"] == "admin"
+    assert processes_mentioning(str(data_dir)) == []
+    assert "Traceback" not in run.log()  # stores stop after their users: no connection errors
+    assert list(home.iterdir()) == []  # nothing made in $HOME
+
+
+def _a_job_succeeds_and_twenty_requests(run: GpudeckRun, headers: dict[str, str]) -> None:
+    posted = httpx.post(f"{run.url}/api/jobs", json=JOB, timeout=30, headers=headers)
+    job: dict[str, Any] = posted.json()
+    deadline = time.monotonic() + 120
+    while httpx.get(f"{run.url}/api/jobs/{job['id']}", headers=headers).json()["status"] != (
+        "succeeded"
+    ):
+        assert time.monotonic() < deadline, run.log()
+        time.sleep(0.2)
+    for _ in range(20):  # requests that used to print an access log line each
+        httpx.get(f"{run.url}/api/gpus", headers=headers, timeout=10)
+
+
+def _the_first_start_was_quiet(run: GpudeckRun) -> None:
+    """Issue 18: most of `gpudeck run`'s output was access logs, database setup and a Celery
+    warning, with the sign-in link buried; Ctrl-C printed Redis tracebacks."""
+    printed = [line.rstrip("\n") for line in run.output if line.strip()]
+    assert printed[0] == f"GPUDeck: {run.url}"
+    assert printed[-1].startswith(f"Sign in: {run.url}/#token=gpd_")  # last, on its own line
+    assert len(printed) == 5, printed  # the address, two lines on the token, it, the link
+    # Start-up, a job, twenty requests, a token made through its socket and Ctrl-C: no access
+    # log, database setup, Celery banner or warning, info line or traceback (a real warning,
+    # e.g. a part restarted, may show).
+    noise = ("HTTP/1.1", "pgserver", "initdb", "celery", "Celery", "SecurityWarning", " INFO ")
+    noisy = [line for line in run.log().splitlines() if any(n in line for n in noise)]
+    assert noisy == [] and "Traceback" not in run.log(), run.log()
+
+
+def _an_admin_token_through_the_running_servers_socket(run: GpudeckRun, cli: Cli) -> str:
+    """Issue 25: later starts print only the URL, and `gpudeck token create admin` refused
+    without GPUDECK_DATABASE_URL: it never found the embedded database `gpudeck run` made. It
+    uses the running server's socket, or starts that database for the command and stops it."""
+    postmaster = run.postmaster().pid
+    made = cli("token", "create", "admin", GPUDECK_DATA_DIR=str(run.data_dir))
+    assert made.returncode == 0, made.stderr
+    me = httpx.get(f"{run.url}/api/auth/me", headers=auth_headers(made.stdout.strip()))
+    assert me.json()["name"] == "admin"
+    assert run.postmaster().pid == postmaster  # the running server, not a second one
+    return made.stdout.strip()
+
+
+def _an_admin_token_while_nothing_runs(cli: Cli, data_dir: Path) -> str:
+    """Issue 25, with no server running: the command starts the database and stops it."""
     after = cli("token", "create", "admin", GPUDECK_DATA_DIR=str(data_dir))
     assert after.returncode == 0, after.stderr
     assert processes_mentioning(str(data_dir)) == []  # started for the command, stopped after
     listed = cli("token", "list", GPUDECK_DATA_DIR=str(data_dir))
     assert listed.returncode == 0 and listed.stdout.count("admin") >= 3, listed
-    with gpudeck_run(data_dir, port) as (run, _):
-        me = httpx.get(f"{run.url}/api/auth/me", headers=auth_headers(after.stdout.strip()))
-        assert me.json()["name"] == "admin"
-    assert list(home.iterdir()) == []  # nothing made in $HOME
+    return after.stdout.strip()
