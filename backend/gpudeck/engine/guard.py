@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpudeck.core.linux import become_subreaper, die_with_parent
+from gpudeck.core.linux import become_subreaper, children, die_with_parent
 from gpudeck.engine.host_memory import RankMemory, bound_process, watch
 
 EXIT_FILE = "command.exit"
@@ -58,13 +58,30 @@ def _children_map() -> dict[int, list[int]]:
 
 
 def descendants(pid: int) -> list[int]:
-    """Every live process below `pid`, parents before children."""
-    children = _children_map()
-    found, queue = [], list(children.get(pid, []))
+    """Every live process below `pid`, parents before children.
+
+    Read down from `pid`, each process's own children lists: a few reads for a job's few
+    processes. The stat of every process on the machine (the fallback, on a kernel that keeps
+    no such lists) is a few ms at 200 processes and grows with the machine, at each of the
+    memory watch's five looks a second, for every script job. A process the walk misses while
+    it forks or exits is found by the next look, and kill_tree looks until no child is left."""
+    found, queue = [], [pid]
+    while queue:
+        listed = children(queue.pop(0))
+        if listed is None:
+            return _descendants_from_stat(pid)
+        found += listed
+        queue += listed
+    return found
+
+
+def _descendants_from_stat(pid: int) -> list[int]:
+    by_parent = _children_map()
+    found, queue = [], list(by_parent.get(pid, []))
     while queue:
         child = queue.pop(0)
         found.append(child)
-        queue.extend(children.get(child, []))
+        queue.extend(by_parent.get(child, []))
     return found
 
 
