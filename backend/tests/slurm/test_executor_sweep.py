@@ -25,6 +25,25 @@ from gpudeck.scheduler.service import Scheduler
 
 MAX_PARALLEL = 3
 SEEDS, RATES = 50, 50  # 2,500 members
+RISING = [10 ** (-5 + 4 * k / RATES) for k in range(RATES)]  # 1e-5 .. 0.08
+
+
+def one_high_two_low(rising: list[float]) -> list[float]:
+    """The grid runs lr fastest and members start in its order. Rising, each member reached its
+    rung with about the best loss yet (40 steps here: best to step 20 1.18 at lr 1e-5, 0.78 at
+    1e-3, 0.27-0.31 at 0.016-0.08), so ASHA had none to stop unless a later member overtook an
+    earlier one while that one still ran: a race a loaded machine lost (27 succeeded, 0
+    stopped in 150 s). Here a high lr comes first, then two low ones, each lower than the last:
+    a low one arrives worse than every member before it (stopped from the second member on),
+    and the high ones are a third of the members, within the half a rung keeps, whatever their
+    order among themselves."""
+    falling = rising[::-1]
+    third = -(-len(falling) // 3)
+    high, low = falling[:third], falling[third:]
+    return [lr for i, first in enumerate(high) for lr in (first, *low[2 * i : 2 * i + 2])]
+
+
+LRS = one_high_two_low(RISING)
 TERMINAL = {"succeeded", "failed", "cancelled", "timeout", "lost", "stopped_early"}
 
 
@@ -63,7 +82,7 @@ def test_a_sweep_of_2500_members_runs_as_arrays_throttled_early_stopped_and_canc
     body = {
         "job": {"kind": "sae", "config": config, "count": 1, "cluster": lab},
         "parameters": {"grid": {"seed": list(range(SEEDS)),
-                                "lr": [10 ** (-5 + 4 * k / RATES) for k in range(RATES)]}},
+                                "lr": LRS}},
         "max_parallel": MAX_PARALLEL,
         "early_stop": {"rule": "asha", "metric": "overall_loss", "grace_steps": 20,
                        "reduction_factor": 2},
