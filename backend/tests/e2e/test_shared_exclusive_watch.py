@@ -94,13 +94,13 @@ class Watch:
         self._thread.join()
 
 
-def submit(api: TestClient, share: str) -> int:
+def submit(api: TestClient, share: str, time_limit_s: int = 600) -> int:
     body: dict[str, Any] = {
         "kind": "script",
         "config": TRAIN,
         "devices": [{"index": DEVICE}],
         "share": share,
-        "time_limit_s": 600,
+        "time_limit_s": time_limit_s,
     }
     created = api.post("/api/jobs", json=body)
     assert created.status_code == 201, created.text
@@ -121,7 +121,11 @@ def test_whole_and_shared_jobs_never_run_together_on_a_device(
     whole = submit(api, "exclusive")
     waiting = api.get(f"/api/jobs/{whole}").json()
     assert waiting["devices"] == [] and waiting["queue"]["reason_code"] == "devices_busy"
-    after = submit(api, "memory")
+    # A longer limit than the two before it: by EASY backfill's rule a job that would end (by
+    # its limit) no later than the exclusive job's reserved start may start before it, and it
+    # would, were all four first seen in the same scheduler pass (a slow start of the
+    # scheduler): then the two sharers' limits end exactly when this one's would.
+    after = submit(api, "memory", time_limit_s=900)
     jobs = [first, second, whole, after]
     with Watch(e2e_settings, jobs) as watch:
         for job_id in jobs:
