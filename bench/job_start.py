@@ -14,7 +14,6 @@ median and p90: a start that is slow one time in three is a slow start.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import re
@@ -25,17 +24,8 @@ from pathlib import Path
 
 import httpx
 import redis
+from _cold_rank import CONFIG, baseline_rank
 from _server import bench_server, bench_worker, percentile
-
-CONFIG = {
-    "d_in": 64,
-    "d_sae": 512,
-    "batch_size": 256,
-    "steps": 3,
-    "metrics_interval": 1,
-    "checkpoint_interval": 1000,
-    "dataset": {"type": "synthetic", "num_features": 128, "num_samples": 100_000},
-}
 
 
 def _first_step_at(client: redis.Redis, job_id: int, after: float, timeout_s: float = 120) -> float:
@@ -102,39 +92,6 @@ def _join_s(run_dir: Path) -> str:
     return "/".join(found) + " s"
 
 
-def _baseline_rank(rank: int, port: int, out: str, ranks: int, backend: str) -> None:
-    import torch
-    import torch.distributed as dist
-
-    from gpudeck.kinds.sae.config import SaeConfig
-    from gpudeck.kinds.sae.model import train_step
-    from gpudeck.kinds.sae.train import build_model, wrap_ddp
-
-    os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // ranks))
-    device = torch.device("cpu")
-    if backend == "nccl":  # one GPU per rank, as GPUDeck's ranks have
-        torch.cuda.set_device(rank)
-        device = torch.device("cuda", rank)
-    dist.init_process_group(backend, rank=rank, world_size=ranks)
-    config = SaeConfig.model_validate(CONFIG)
-    ddp = wrap_ddp(build_model(config, device), config, device)
-    optimizer = torch.optim.Adam(ddp.parameters(), lr=config.lr)
-    batch = torch.randn(config.batch_size // ranks, config.d_in, device=device)
-    train_step(ddp, optimizer, batch, coefficient=config.sparsity_coefficient)
-    if device.type == "cuda":
-        torch.cuda.synchronize()  # the step is taken when the GPU has run it
-    if rank == 0:
-        Path(out).write_text(f"{time.time():.6f}")
-    # Tear down in step: neither rank may leave while the other still uses the group (rank 0
-    # hosts the store), and the DDP reducer must be gone before the group is destroyed, or a
-    # rank can abort at exit ("terminate called without an active exception").
-    dist.barrier()
-    del ddp, optimizer
-    gc.collect()
-    dist.destroy_process_group()
-
-
 def measure_baseline(runs: int, ranks: int = 2, backend: str = "gloo") -> list[float]:
     """Cold torch.multiprocessing.spawn of `ranks` ranks -> rank 0's first step ("nccl": on
     GPUs 0..ranks-1)."""
@@ -148,7 +105,7 @@ def measure_baseline(runs: int, ranks: int = 2, backend: str = "gloo") -> list[f
         started = time.time()
         # join=True: spawn returns once every rank exited, and raises if one failed.
         tmp.spawn(
-            _baseline_rank,
+            baseline_rank,
             args=(free_port(), out, ranks, backend),
             nprocs=ranks,
             join=True,
