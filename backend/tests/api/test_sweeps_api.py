@@ -159,6 +159,7 @@ def test_early_stopping_asks_a_hopeless_member_to_stop_and_it_ends_stopped_early
     client: TestClient, db: Session, devices: str, scheduler: object
 ) -> None:
     body = sweep_body(max_parallel=6)
+    body["job"] = {"kind": "sae", "config": {**SAE, "steps": 100}, "count": 1}  # past step 30
     body["early_stop"] = {"rule": "median", "metric": "mse_loss", "grace_steps": 20}
     sweep = client.post("/api/sweeps", json=body).json()
     ids = [m["job_id"] for m in sweep["members"]]

@@ -34,15 +34,23 @@ def _worse(a: float, b: float, mode: str) -> bool:
 
 
 def verdict(
-    rule: EarlyStop, member: Curve, peers: Sequence[Curve], finished: Sequence[Curve] = ()
+    rule: EarlyStop,
+    member: Curve,
+    peers: Sequence[Curve],
+    finished: Sequence[Curve] = (),
+    total: int | None = None,
 ) -> str | None:
     """Why `member` (running) should stop now, or None. `peers`: the sweep's other members'
     curves, running or ended (ASHA's rungs); `finished`: those of the members that succeeded
     (the median rule compares with them only, as Optuna's median pruner does: comparing
-    running members with each other would stop half of them at every look)."""
+    running members with each other would stop half of them at every look). `total`: the
+    member's steps, when its kind says: a member that has reported its last step has done its
+    work, and stopping it would save nothing and call a finished run stopped."""
     if not member or member[-1][0] < rule.grace_steps:
         return None
     step = member[-1][0]
+    if total is not None and step >= total:
+        return None
     if rule.rule == "median":
         mine = _best(member, step, rule.mode)
         reached = [_best(p, step, rule.mode) for p in finished if p and p[-1][0] >= step]
@@ -85,12 +93,14 @@ def to_stop(
     running: Sequence[int],
     curves: Mapping[int, Curve],
     succeeded: Sequence[int] = (),
+    totals: Mapping[int, int | None] | None = None,
 ) -> list[Stop]:
     out = []
     finished = [curves[j] for j in succeeded if j in curves]
     for job_id in running:
         peers = [c for other, c in curves.items() if other != job_id]
-        reason = verdict(rule, curves.get(job_id, ()), peers, finished)
+        total = (totals or {}).get(job_id)
+        reason = verdict(rule, curves.get(job_id, ()), peers, finished, total)
         if reason is not None:
             out.append(Stop(job_id, reason))
     return out
@@ -179,13 +189,16 @@ def stop_hopeless(session: Session, cache: CurveCache | None = None) -> list[Sto
             continue
         rule = EarlyStop.model_validate(spec["early_stop"])
         members = session.execute(
-            select(Job.id, Job.status, Job.early_stopped_at).where(Job.sweep_id == sweep_id)
+            select(Job.id, Job.status, Job.early_stopped_at, Job.progress_total).where(
+                Job.sweep_id == sweep_id
+            )
         ).all()
-        running = [j for j, status, stopped in members if status == "running" and not stopped]
-        succeeded = [j for j, status, _ in members if status == "succeeded"]
+        running = [j for j, status, stopped, _ in members if status == "running" and not stopped]
+        succeeded = [j for j, status, _, _ in members if status == "succeeded"]
+        totals = {j: total for j, _, _, total in members}
         entry = cache.of(sweep_id, rule.metric)
-        curves = read_curves(session, entry, [(j, status) for j, status, _ in members])
-        for stop in to_stop(rule, running, curves, succeeded):
+        curves = read_curves(session, entry, [(j, status) for j, status, _, _ in members])
+        for stop in to_stop(rule, running, curves, succeeded, totals):
             job = session.get(Job, stop.job_id, with_for_update=True)
             if job is None or job.status != JobStatus.running or job.early_stopped_at:
                 continue

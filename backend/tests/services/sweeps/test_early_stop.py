@@ -34,3 +34,19 @@ def test_asha_keeps_the_best_third_at_each_rung() -> None:
     # Six members would keep 2; of these five, the best one (5 // 3 = 1) goes on.
     assert stopped == {3, 4, 5}
     assert verdict(rule, curve([1.0, 0.5, 0.4]), [curve([2.0])]) is None  # alone: no verdict
+
+
+def test_a_member_at_its_last_step_is_never_stopped() -> None:
+    """A rung can fall on a member's last step (grace 20, factor 2, 40 steps): it has done its
+    work by then, and stopping it would call a finished run stopped."""
+    rule = EarlyStop(rule="asha", metric="mse_loss", grace_steps=20, reduction_factor=2)
+    better = {1: curve([1.0, 0.5, 0.4, 0.3]), 2: curve([0.9, 0.5, 0.4, 0.2])}
+    worst_at_40 = curve([5.0, 5.0, 5.0, 5.0])
+    assert verdict(rule, worst_at_40, list(better.values())) is not None
+    assert verdict(rule, worst_at_40, list(better.values()), total=40) is None
+    assert verdict(rule, worst_at_40, list(better.values()), total=80) is not None
+    median = MEDIAN.model_copy(update={"min_peers": 2})
+    assert verdict(median, worst_at_40, [], list(better.values()), total=40) is None
+    curves = {**better, 3: worst_at_40}
+    assert to_stop(rule, [3], curves, totals={3: 40}) == []
+    assert [s.job_id for s in to_stop(rule, [3], curves, totals={3: None})] == [3]

@@ -54,7 +54,10 @@ def test_a_second_look_reads_only_the_rows_written_since_the_first(
     status = ["succeeded"] * 3 + ["running", "queued"]
     for index, (job_id, state) in enumerate(zip(jobs, status, strict=True)):
         db.execute(
-            text("UPDATE jobs SET sweep_id = :s, sweep_index = :i, status = :t WHERE id = :j"),
+            text(
+                "UPDATE jobs SET sweep_id = :s, sweep_index = :i, status = :t,"
+                " progress_total = 100 WHERE id = :j"  # the steps each member writes up to
+            ),
             {"s": sweep.id, "i": index, "t": state, "j": job_id},
         )
     for job_id, loss in zip(jobs[:3], (1.0, 1.1, 1.2), strict=True):
