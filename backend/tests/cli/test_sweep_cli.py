@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from cli_harness import Cli
-from e2e_helpers import WorkerProcess, spawn_part, worker_env
+from e2e_helpers import WorkerProcess, rank_alive, spawn_part, worker_env
 from harness import auth_headers
 
 from gpudeck.core.config import Settings
@@ -26,14 +26,6 @@ def scheduler(cli_settings: Settings, tmp_path: Path) -> Iterator[WorkerProcess]
     started = spawn_part(["scheduler"], worker_env(cli_settings), tmp_path / "scheduler.log")
     yield started
     started.stop(timeout_s=30)
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 class RankWatch:
@@ -49,7 +41,7 @@ class RankWatch:
             record = json.loads((self.data_dir / "jobs" / str(job_id) / "launch.json").read_text())
         except (FileNotFoundError, ValueError):
             return False
-        return any(alive(p) for p in record["pids"])
+        return any(rank_alive(p) for p in record["pids"])
 
     def _run(self) -> None:
         while not self._done.wait(0.02):

@@ -26,7 +26,7 @@ import netns
 import psutil
 import pytest
 import torch
-from e2e_helpers import BACKEND, LEASE_S, WorkerProcess, wait_status, worker_env
+from e2e_helpers import BACKEND, LEASE_S, WorkerProcess, rank_alive, wait_status, worker_env
 from fastapi.testclient import TestClient
 from safetensors.torch import load_file
 from sqlalchemy.engine import make_url
@@ -215,19 +215,6 @@ def rank_pids(nodes: dict[str, Node], job_id: int) -> list[int]:
     return pids
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is not a running rank: its parent (a killed worker) may not have reaped it yet.
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:  # gone between the two looks
-        return False
-
-
 def wait_leading(scheduler: WorkerProcess, timeout_s: float = 120) -> None:
     """Until the scheduler leads (and so reaps): it imports torch first, slow under load."""
     deadline = time.monotonic() + timeout_s
@@ -341,7 +328,7 @@ def test_two_nodes_train_as_one_run_a_torchrun_script_and_end_together(
     assert job["status"] == "cancelled", job
     assert final_weights(a, cancelled)  # the final checkpoint, on the first node
     assert not [g for g in client.get("/api/gpus").json() if g["held_by"]]
-    assert not [p for p in rank_pids(cluster, cancelled) if alive(p)]
+    assert not [p for p in rank_pids(cluster, cancelled) if rank_alive(p)]
 
     # Killing one node's worker mid-run ends the job on both nodes and frees all four devices.
     doomed = submit(client, "sae", long_config, four)
@@ -356,9 +343,9 @@ def test_two_nodes_train_as_one_run_a_torchrun_script_and_end_together(
     pids = rank_pids(cluster, doomed)
     assert len(pids) == 4
     deadline = time.monotonic() + 10
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(rank_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [p for p in pids if alive(p)], "a rank outlived its job"
+    assert not [p for p in pids if rank_alive(p)], "a rank outlived its job"
 
 
 @pytest.mark.long
@@ -407,6 +394,7 @@ class DeviceWatch:
         self.first_seen: dict[int, float] = {}  # wall-clock time
         self._seen: dict[int, set[int]] = {job_id: set() for job_id in jobs}
         self.samples = 0  # how many times it looked (said when a job was never seen)
+        self.error: BaseException | None = None
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -424,12 +412,19 @@ class DeviceWatch:
                 self._seen[job_id].update(c.pid for c in children)
 
     def _run(self) -> None:
+        try:
+            self._sample()
+        except BaseException as exc:  # a watch that stopped looking must fail the test, loudly
+            self.error = exc
+            raise
+
+    def _sample(self) -> None:
         while not self._done.wait(0.01):
             self.samples += 1
             for job_id in self.jobs:
                 self._follow(job_id)
             now = time.time()
-            live = [j for j in self.jobs if any(alive(p) for p in self._seen[j])]
+            live = [j for j in self.jobs if any(rank_alive(p) for p in self._seen[j])]
             for job_id in live:
                 self.first_seen.setdefault(job_id, now)
             if len(live) > 1:
@@ -442,6 +437,7 @@ class DeviceWatch:
     def __exit__(self, *exc: object) -> None:
         self._done.set()
         self._thread.join()
+        assert self.error is None, f"the device watch stopped after {self.samples} samples"
 
 
 def _tree(pid: int) -> list[psutil.Process]:
@@ -528,7 +524,7 @@ def test_a_failed_node_never_lets_two_jobs_ranks_share_a_device(
     assert not watch.shared, f"two jobs' processes on node-a/0 at once: {watch.shared[:3]}"
     if fault == "rendezvous failure":
         at = float(mark.read_text())  # when node-b's part gave up
-    assert waiting in watch.first_seen, (  # the CI once saw it so, unexplained: say what it saw
+    assert waiting in watch.first_seen, (
         f"job {waiting}'s process never seen alive in {watch.samples} samples: "
         f"followed {watch._seen}, first seen {watch.first_seen}, fault at {at}"
     )
@@ -537,7 +533,7 @@ def test_a_failed_node_never_lets_two_jobs_ranks_share_a_device(
     assert given <= 2 * LEASE_S + 10
     pids = rank_pids(cluster, doomed)
     deadline = time.monotonic() + 15  # a frozen node's ranks: killed once it is thawed
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(rank_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [p for p in pids if alive(p)], "a rank outlived its job"
+    assert not [p for p in pids if rank_alive(p)], "a rank outlived its job"
     wait_free(client, timeout_s=2 * LEASE_S + 5)
