@@ -162,28 +162,6 @@ def rank_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
-def descendants(root: int) -> set[int]:
-    """Every process under `root`, from each of its threads' children lists in /proc: a read
-    per thread of the job's few processes, where psutil's children(recursive=True) reads the
-    stat of every process on the machine."""
-    found, todo = set(), [root]
-    while todo:
-        pid = todo.pop()
-        try:
-            threads = os.listdir(f"/proc/{pid}/task")
-        except OSError:  # gone: its children, if any, are the ones already found
-            continue
-        for thread in threads:
-            try:
-                with open(f"/proc/{pid}/task/{thread}/children", "rb") as listed:
-                    children = [int(child) for child in listed.read().split()]
-            except OSError:
-                continue
-            found.update(children)
-            todo += children
-    return found
-
-
 class DeviceMonitor(threading.Thread):
     """Samples, every `every_s`, which jobs have a live rank on which device: the rank processes
     themselves (each job's launch record, its devices from its launch contract), not the

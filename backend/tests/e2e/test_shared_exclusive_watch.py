@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from e2e_helpers import WorkerProcess, descendants, rank_alive, wait_status
+from e2e_helpers import WorkerProcess, rank_alive, wait_status
 from fastapi.testclient import TestClient
 from harness import TEST_NODE
 from sqlalchemy import text
@@ -27,6 +27,7 @@ from test_script_jobs import (  # noqa: F401  (code_root, script_worker: fixture
 )
 
 from gpudeck.core.config import Settings
+from gpudeck.engine.guard import descendants
 
 DEVICE = 2
 TRAIN = {
