@@ -2,6 +2,7 @@ import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Cluster, ClusterNode, ClusterState } from "../client/clusterTypes";
+import { makeCluster } from "../test/fixtures";
 import { json, renderPage, stubApi } from "../test/render";
 import { Clusters } from "./Clusters";
 
@@ -12,23 +13,7 @@ afterEach(() => {
 
 const ADMIN = { id: 1, name: "root", role: "admin", run_code: true, created_at: "2026-11-27T10:00:00Z" };
 const USER = { ...ADMIN, id: 2, name: "alice", role: "user", run_code: false };
-
-function cluster(name: string): Cluster {
-  return {
-    name,
-    kind: "slurm",
-    partitions: ["gpu", "gpu-long"],
-    account: "ml",
-    qos: null,
-    shared_dir: "/scratch/gpudeck",
-    access: "local",
-    slurm_conf: null,
-    python: null,
-    gpu_memory: {},
-    created_by: "root",
-    created_at: "2026-11-27T10:00:00Z",
-  };
-}
+const cluster = (name: string) => makeCluster(name, { account: "ml" });
 
 const node = (name: string, used: number[], jobs: ClusterNode["jobs"] = []) => ({
   name,

@@ -1,28 +1,10 @@
 import { act, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { Cluster, ClusterState } from "../client/clusterTypes";
+import type { ClusterState } from "../client/clusterTypes";
 import { FakeWebSocket } from "../test/fakeWebSocket";
-import { makeGpu, makeSample } from "../test/fixtures";
+import { makeCluster, makeGpu, makeSample } from "../test/fixtures";
 import { json, renderPage, stubApi } from "../test/render";
 import { Dashboard } from "./Dashboard";
-
-function cluster(name: string, fields: Partial<Cluster> = {}): Cluster {
-  return {
-    name,
-    kind: "slurm",
-    partitions: ["gpu"],
-    account: null,
-    qos: null,
-    shared_dir: "/scratch/gpudeck",
-    access: "local",
-    slurm_conf: null,
-    python: null,
-    gpu_memory: {},
-    created_by: "root",
-    created_at: "2026-11-27T10:00:00Z",
-    ...fields,
-  };
-}
 
 const gpus = (used: number[]) => [{ type: "h100", count: 2, used: used.length, used_indices: used }];
 const sae = { job_id: 12, name: "sae-lr", owner: "ada", slurm_job_id: "4471", gpus_per_node: 2 };
@@ -67,7 +49,11 @@ beforeEach(() => {
   lab = LAB;
   api = stubApi({
     "GET /api/gpus": () => json([]),
-    "GET /api/clusters": () => json([cluster("lab"), cluster("far", { access: "ssh", ssh_host: "gpudeck@login.far", ssh_port: 22 })]),
+    "GET /api/clusters": () =>
+      json([
+        makeCluster("lab", { partitions: ["gpu"] }),
+        makeCluster("far", { partitions: ["gpu"], access: "ssh", ssh_host: "gpudeck@login.far", ssh_port: 22 }),
+      ]),
     "GET /api/clusters/lab/state": () => json(lab),
     "GET /api/clusters/far/state": () => json(DOWN),
   });

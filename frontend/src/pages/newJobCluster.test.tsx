@@ -3,7 +3,7 @@ import userEvent from "@testing-library/user-event";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Cluster, ClusterState } from "../client/clusterTypes";
 import { FakeWebSocket } from "../test/fakeWebSocket";
-import { makeGpu, makeJob, makeSaeKind } from "../test/fixtures";
+import { makeCluster, makeGpu, makeJob, makeSaeKind } from "../test/fixtures";
 import { ALL_BUSY, ONE_GIB_ESTIMATE, renderNewJob } from "../test/newJobPage";
 import { json, type Handler } from "../test/render";
 import { makeSweep } from "../test/sweepFixtures";
@@ -11,19 +11,7 @@ import { makeSweep } from "../test/sweepFixtures";
 beforeEach(() => FakeWebSocket.reset());
 afterEach(() => vi.unstubAllGlobals());
 
-const LAB: Cluster = {
-  name: "lab",
-  kind: "slurm",
-  partitions: ["gpu", "gpu-long"],
-  account: null,
-  qos: null,
-  shared_dir: "/scratch/gpudeck",
-  access: "local",
-  slurm_conf: null,
-  python: null,
-  created_by: "root",
-  created_at: "2026-11-27T10:00:00Z",
-};
+const LAB: Cluster = makeCluster("lab", { gpu_memory: undefined });
 
 const node = (name: string, partitions: string[], used: number[]) => ({
   name,

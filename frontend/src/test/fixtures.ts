@@ -1,4 +1,5 @@
 import kinds from "./kindSchemas.json";
+import type { Cluster } from "../client/clusterTypes";
 import type { DeviceSample, Gpu, Job, JobKindInfo, NodeSample, Recommendation, Schemas } from "../client/types";
 
 const GIB = 1024 ** 3;
@@ -142,6 +143,25 @@ export function makeNode(name = "node-a", share_memory = false): Schemas["NodePu
     share_memory,
     share_across_users: false,
     cuda_context_reserve_bytes: 0.5 * GIB,
+  };
+}
+
+/** A connected Slurm cluster of GET /api/clusters: local access, two partitions. */
+export function makeCluster(name: string, overrides: Partial<Cluster> = {}): Cluster {
+  return {
+    name,
+    kind: "slurm",
+    partitions: ["gpu", "gpu-long"],
+    account: null,
+    qos: null,
+    shared_dir: "/scratch/gpudeck",
+    access: "local",
+    slurm_conf: null,
+    python: null,
+    gpu_memory: {},
+    created_by: "root",
+    created_at: "2026-11-27T10:00:00Z",
+    ...overrides,
   };
 }
 
