@@ -123,13 +123,15 @@ def test_leader_dispatches_a_job_the_broker_never_took(
     runner = threading.Thread(target=Scheduler(settings, engine, redis_client).run, args=(stop,))
     runner.start()
     try:
+        # The message reaches Redis before the scheduler's pass commits `dispatched_at`, so
+        # the test waits for the commit, not for the message alone.
         for _ in range(100):
-            if redis_client.llen(node_queue(TEST_NODE)):
+            db.expire_all()
+            if lookup.get_job(db, job.id).dispatched_at is not None:
                 break
             stop.wait(0.1)
-        assert redis_client.llen(node_queue(TEST_NODE)) == 1
-        db.expire_all()
         assert lookup.get_job(db, job.id).dispatched_at is not None
+        assert redis_client.llen(node_queue(TEST_NODE)) == 1
     finally:
         stop.set()
         runner.join()
