@@ -21,16 +21,14 @@ from run_harness import GpudeckRun
 HEARTBEAT_INTERVAL_S = 1.0
 LEASE_S = 6.0
 TERMINAL = {"succeeded", "failed", "cancelled", "lost", "timeout"}
-SAE_CONFIG: dict[str, Any] = {
-    "d_in": 16,
-    "d_sae": 64,
-    "batch_size": 64,
-    "steps": 1_000_000,
-    "metrics_interval": 10,
-    "checkpoint_interval": 200,
-    "seed": 1,
-    "dataset": {"type": "synthetic", "num_features": 32, "active_features": 3},
-}
+# A `faulty` job (tests/e2e/e2e_kinds.py, loaded by `gpudeck run`'s parts: conftest.py): a real
+# DDP step over gloo on each of its 2 ranks, a metric and a progress event every step, paced by
+# a sleep. A case needs a running multi-rank job while its fault is injected, not an SAE's
+# arithmetic: an SAE trained at full speed through every case, ~80 CPU-seconds in all. Ten
+# steps a second step past any check (`_still_running` waits 2 s or more, a cancel is heard
+# within a step) and 100,000 steps last over 2 hours whatever the load: no case outlives it.
+JOB_KIND = "faulty"
+JOB_CONFIG: dict[str, Any] = {"steps": 100_000, "step_sleep_s": 0.1}
 
 
 def get(client: httpx.Client, path: str) -> httpx.Response | None:
@@ -76,10 +74,10 @@ def wait_job(
 
 
 def start_job(run: GpudeckRun, client: httpx.Client) -> tuple[int, dict[str, Any]]:
-    """A 2-rank SAE job, running and past its first steps; with its launch record."""
+    """A 2-rank job, running and past its first steps; with its launch record."""
     body = {
-        "kind": "sae",
-        "config": SAE_CONFIG,
+        "kind": JOB_KIND,
+        "config": JOB_CONFIG,
         "devices": [{"index": 0}, {"index": 1}],
         "queue": False,  # a 409 while the last case's job still holds them: retry
     }

@@ -3,6 +3,7 @@ chaos tests, which run in file order and each leave it healthy for the next."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,8 @@ from stores import remove_root, temp_root
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # chaos_helpers
 from chaos_helpers import HEARTBEAT_INTERVAL_S, LEASE_S
+
+E2E_DIR = Path(__file__).resolve().parents[1] / "e2e"  # e2e_kinds, the kind the cases run
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +34,10 @@ def gpudeck() -> Iterator[GpudeckRun]:
         GPUDECK_HEARTBEAT_LEASE_S=str(LEASE_S),
         GPUDECK_CANCEL_GRACE_S="10",
         GPUDECK_SAMPLE_INTERVAL_S="0.5",
+        # The test kind the cases run (chaos_helpers.JOB_KIND), in every part: the API
+        # validates its config, the worker's ranks run it.
+        GPUDECK_KIND_MODULES="e2e_kinds",
+        PYTHONPATH=os.pathsep.join([str(E2E_DIR), os.environ.get("PYTHONPATH", "")]),
     )
     try:
         run.wait_healthy(timeout_s=120)

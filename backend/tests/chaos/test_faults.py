@@ -1,4 +1,4 @@
-"""Chaos under a real `gpudeck run`: during a running 2-rank SAE job, kill one process of
+"""Chaos under a real `gpudeck run`: during a running 2-rank job, kill one process of
 GPUDeck (or pause Postgres) and check what a user depends on afterwards.
 
 The cases share one `gpudeck run` and run in file order; each leaves GPUDeck healthy (the

@@ -1,8 +1,8 @@
 """A running job survives a short outage of Postgres or Redis, and loses no metric row.
 
-A real `gpudeck worker`, a 2-rank `sae` job on simulated devices, and a Postgres cluster and a
-redis-server of the test's own (tests/stores.py): frozen with SIGSTOP, restarted, killed. The job
-must end `succeeded` with every metric step recorded exactly once.
+A real `gpudeck worker`, a paced 2-rank `faulty` job on simulated devices, and a Postgres
+cluster and a redis-server of the test's own (tests/stores.py): frozen with SIGSTOP, restarted,
+killed. The job must end `succeeded` with every metric step recorded exactly once.
 """
 
 from __future__ import annotations
@@ -24,21 +24,22 @@ from stores import PostgresStore, RedisStore, Store, remove_root, temp_root
 from gpudeck.core import migrate
 from gpudeck.core.config import Settings
 from gpudeck.core.db import make_engine, make_sessionmaker
+from gpudeck.engine import kinds
 from gpudeck.engine.launch import group_alive
 from gpudeck.main import create_app
 
 T = TypeVar("T")
-STEPS = 4_500  # ~6 ms a step on 2 idle cores (27 s): twice what the outages take (~13 s)
-SAE_CONFIG: dict[str, Any] = {
-    "d_in": 16,
-    "d_sae": 64,
-    "batch_size": 64,
-    "steps": STEPS,
-    "metrics_interval": 1,
-    "checkpoint_interval": 2_000,
-    "seed": 1,
-    "dataset": {"type": "synthetic", "num_features": 32, "num_samples": 100_000},
-}
+# A `faulty` job (e2e_kinds.py): a real DDP step over gloo on each of its 2 ranks, a metric and
+# a progress event every step, paced by a sleep. What the outages test is the runner and the
+# relay, not an SAE's arithmetic: trained at full speed, an SAE spent ~60 CPU-seconds only to be
+# running meanwhile, and its length shrank or grew with the machine's load. This one lasts at
+# least STEPS x STEP_SLEEP_S = 40 s whatever the load, nearly four times what the three outages
+# took from step 20 on 2 cores at load 4-5 (10.7 s, step ~200 when Redis was back), so restarts
+# that a busier machine stretches still find it running; ~25 steps a second put ~25 metric rows
+# in each relay flush and ~100 behind each outage.
+STEPS = 1_000
+STEP_SLEEP_S = 0.04
+FAULTY_CONFIG: dict[str, Any] = {"steps": STEPS, "step_sleep_s": STEP_SLEEP_S}
 # Four flush intervals of the relay and eight heartbeats, each a write that hangs until the
 # pause ends (workers have no deadline on a paused Postgres: nothing changes past the first).
 PAUSE_S = 4.0
@@ -103,7 +104,9 @@ def _retry(action: Callable[[], T], timeout_s: float = 60) -> T:
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Stack]:
+def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    monkeypatch.setenv(kinds.KIND_MODULES_ENV, "e2e_kinds")  # the API validates `faulty`
+    kinds.registry.cache_clear()
     root = temp_root()  # not under tmp_path: pytest keeps that 0700, closed to `postgres`
     postgres, redis = PostgresStore(root), RedisStore(root)
     postgres.start()
@@ -141,10 +144,11 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
         redis.stop()
         postgres.stop()
         remove_root(root)
+        kinds.registry.cache_clear()
 
 
 def _submit(stack: Stack) -> int:
-    body = {"kind": "sae", "config": SAE_CONFIG, "devices": [{"index": 0}, {"index": 1}]}
+    body = {"kind": "faulty", "config": FAULTY_CONFIG, "devices": [{"index": 0}, {"index": 1}]}
     response = stack.api.post("/api/jobs", json=body)
     assert response.status_code == 201, response.text
     return int(response.json()["id"])
@@ -160,7 +164,7 @@ def _assert_all_steps_once(stack: Stack, job_id: int) -> None:
 @pytest.mark.long
 def test_a_job_runs_through_postgres_and_redis_outages(stack: Stack) -> None:
     """One job through all three outages: a job's run is the expensive part of this test."""
-    job_id = _submit(stack)  # its memory estimate traced while the worker warms up
+    job_id = _submit(stack)  # submitted while the worker warms up
     stack.worker.wait_ready()
     stack.wait_progress(job_id, past=20)
     pgid = launch_record(stack.settings, job_id)["pgid"]
