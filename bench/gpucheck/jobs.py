@@ -105,12 +105,24 @@ def _row(name: str, goal: str, measure: Callable[[], Figure]) -> Row:
     return Row.judged(name, figure, goal, ok, command, **data)
 
 
+def _baseline_ranks(check: Check, ranks: int) -> int:
+    """The ranks of a baseline (a cold spawn, a plain torchrun): as many as ours on a GPU; one
+    in a dry run, which does not judge the comparison and runs the same lines with one rank,
+    while each rank more is a cold torch import (~3.5 s of CPU on 2 busy cores)."""
+    return 1 if check.dry_run else ranks
+
+
 def _start(check: Check, live: Live, ranks: int) -> Figure:
     # A dry run: one job and one cold spawn run every line of it.
     runs, baseline_runs = (1, 1) if check.dry_run else (10, 3)
-    print(f"   start, {ranks} rank(s): {runs} sae jobs, {baseline_runs} cold spawns", flush=True)
+    base_ranks = _baseline_ranks(check, ranks)
+    print(
+        f"   start, {ranks} rank(s): {runs} sae jobs, {baseline_runs} cold spawns of "
+        f"{base_ranks} rank(s)",
+        flush=True,
+    )
     ours = measure_gpudeck(live.http, live.events, runs, live.data_dir, ranks)
-    baseline = measure_baseline(baseline_runs, ranks, check.backend)
+    baseline = measure_baseline(baseline_runs, base_ranks, check.backend)
     (median, p90), (base_median, base_p90) = median_p90(ours), median_p90(baseline)
     figure = (
         f"POST -> first step median {median:.2f} s, p90 {p90:.2f} s ({runs} runs); cold "
@@ -140,8 +152,9 @@ def _script(check: Check, live: Live) -> Figure:
     visible = "" if check.dry_run else ",".join(map(str, range(ranks)))
     plain_env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible}
     plain, ours = [], []
+    plain_ranks = _baseline_ranks(check, ranks)
     for pair in range(pairs):
-        plain.append(plain_torchrun(EXAMPLE, args, plain_env, ranks))
+        plain.append(plain_torchrun(EXAMPLE, args, plain_env, plain_ranks))
         ours.append(gpudeck_job(live.http, example_job(args), ranks)[1])
         print(f"   pair {pair + 1}: plain {plain[-1]:.2f} s, gpudeck {ours[-1]:.2f} s", flush=True)
     # Each pair is taken back to back: the median of the differences is steadier than the
