@@ -3,8 +3,10 @@ errors are one line each, and output that fits the terminal without cutting name
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import ssl
 import sys
 from typing import Annotated, Any, NoReturn
 
@@ -39,6 +41,14 @@ def auth_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
+@functools.cache
+def tls() -> ssl.SSLContext:
+    """The TLS settings every request of this process shares (httpx's own defaults, certificate
+    checks on): a call without them builds its own, the CA bundle read and parsed each time,
+    26 ms of CPU a request here against 1.3 ms (a following `wait` sends two a poll)."""
+    return httpx.create_ssl_context()
+
+
 def table(*columns: str, **kwargs: Any) -> Table:
     """A table whose cells wrap (fold) instead of ending in an ellipsis."""
     result = Table(**kwargs)
@@ -51,7 +61,12 @@ def request(method: str, url: str, path: str, **kwargs: Any) -> Any:
     """Call the API; an error prints one line naming the field and the reason, and exits 1."""
     try:
         response = httpx.request(
-            method, url.rstrip("/") + path, timeout=30, headers=auth_headers(), **kwargs
+            method,
+            url.rstrip("/") + path,
+            timeout=30,
+            headers=auth_headers(),
+            verify=tls(),
+            **kwargs,
         )
     except httpx.HTTPError as exc:
         err_console.print(f"[red]cannot reach GPUDeck at {url}[/red]: {exc}")

@@ -26,6 +26,7 @@ from gpudeck.cli.http import (
     gib,
     request,
     size,
+    tls,
 )
 from gpudeck.cli.job_figures import bar_lines, figure_rows, latest_values
 from gpudeck.cli.scheduling import describe_submitted
@@ -108,6 +109,7 @@ def _latest(url: str, job: dict[str, Any]) -> dict[str, float]:
             params={"after_step": after} if after else {},
             headers=auth_headers(),
             timeout=30.0,
+            verify=tls(),
         )
     except httpx.HTTPError:
         return {}
@@ -149,7 +151,12 @@ def _stream_log(url: str, job_id: int, rank: int, tail: int, follow: bool) -> No
     path = f"{url.rstrip('/')}/api/jobs/{job_id}/logs"
     try:
         with httpx.stream(
-            "GET", path, params=params, headers=auth_headers(), timeout=httpx.Timeout(30, read=None)
+            "GET",
+            path,
+            params=params,
+            headers=auth_headers(),
+            timeout=httpx.Timeout(30, read=None),
+            verify=tls(),
         ) as response:
             if response.status_code >= 400:
                 response.read()

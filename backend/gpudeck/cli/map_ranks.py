@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from gpudeck.cli.http import auth_headers
+from gpudeck.cli.http import auth_headers, tls
 
 BAR_WIDTH = 20
 
@@ -23,7 +23,10 @@ def fetch(url: str, job_id: int) -> dict[str, Any] | None:
     rest of `show` or the progress bar is still worth drawing."""
     try:
         response = httpx.get(
-            f"{url.rstrip('/')}/api/jobs/{job_id}/map-progress", headers=auth_headers(), timeout=10
+            f"{url.rstrip('/')}/api/jobs/{job_id}/map-progress",
+            headers=auth_headers(),
+            timeout=10,
+            verify=tls(),
         )
     except httpx.HTTPError:
         return None

@@ -3,9 +3,13 @@ their own): the real `gpudeck` command against a live API."""
 
 from __future__ import annotations
 
+import ssl
+
 import httpx
 from cli_harness import Cli
 from harness import auth_headers
+
+from gpudeck.cli.http import tls
 
 
 def one_line(text: str) -> str:
@@ -66,3 +70,12 @@ def test_without_a_token_or_database_admin_commands_say_what_is_missing(cli: Cli
         assert "set GPUDECK_TOKEN to an admin's token" in one_line(result.stderr)
         assert "Traceback" not in result.stderr
     assert list(cli.home.iterdir()) == []  # no data directory, no database made in $HOME
+
+
+def test_the_shared_tls_settings_still_check_the_api_s_certificate() -> None:
+    """Every request of a CLI process shares one TLS context (built once, not per request):
+    it must be httpx's checking one, never a context that trusts any certificate."""
+    context = tls()
+    assert context is tls()
+    assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname
+    assert context.get_ca_certs() or context.cert_store_stats()["x509_ca"] > 0
