@@ -64,16 +64,14 @@ def test_a_sweep_runs_at_most_max_parallel_members_and_shows_its_table(
         # The members' ids are known once the sweep exists: watch them from the first poll.
         def follow() -> None:
             deadline = time.monotonic() + 60
-            while not watch.jobs and time.monotonic() < deadline:
-                sweeps = httpx.get(
-                    f"{cli.url}/api/sweeps", headers=auth_headers(cli.token or ""), timeout=10
-                )
-                for s in sweeps.json():
-                    got = httpx.get(
-                        f"{cli.url}/api/sweeps/{s['id']}", headers=auth_headers(cli.token or "")
-                    )
-                    watch.jobs = [m["job_id"] for m in got.json()["members"]]
-                time.sleep(0.05)
+            headers = auth_headers(cli.token or "")
+            # One client: a new one a request cost 26 ms of CPU, two a poll every 50 ms.
+            with httpx.Client(base_url=cli.url, headers=headers, timeout=10) as http:
+                while not watch.jobs and time.monotonic() < deadline:
+                    for s in http.get("/api/sweeps").json():
+                        got = http.get(f"/api/sweeps/{s['id']}")
+                        watch.jobs = [m["job_id"] for m in got.json()["members"]]
+                    time.sleep(0.05)
 
         threading.Thread(target=follow, daemon=True).start()
         done = cli(
