@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpudeck.core.embedded import EmbeddedPostgres, EmbeddedRedis, describe_exit
+from gpudeck.core.linux import die_with_parent
 
 
 @dataclass
@@ -81,9 +82,18 @@ def gpudeck_part(name: str, env: dict[str, str], quiet: bool = False) -> ChildPa
             env=env,
             start_new_session=True,
             stdout=subprocess.DEVNULL if quiet else None,
+            preexec_fn=_stop_with_supervisor,
         )
 
     return ChildPart(name, spawn)
+
+
+def _stop_with_supervisor() -> None:
+    """SIGTERM (the part's own graceful stop) when `gpudeck run` dies without stopping it: the
+    OOM killer, kill -9. Each part is in a session of its own, which no signal to the
+    supervisor's group reaches: a browser test's run SIGKILLed during its stop left its
+    scheduler retrying a removed Postgres for an hour."""
+    die_with_parent(signal.SIGTERM)
 
 
 class RedisPart(ChildPart):

@@ -9,6 +9,7 @@ start of their own each took five starts for the same checks."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 from cli_harness import Cli
 from harness import auth_headers, free_port
@@ -129,3 +131,32 @@ def _an_admin_token_while_nothing_runs(cli: Cli, data_dir: Path) -> str:
     listed = cli("token", "list", GPUDECK_DATA_DIR=str(data_dir))
     assert listed.returncode == 0 and listed.stdout.count("admin") >= 3, listed
     return after.stdout.strip()
+
+
+def test_a_killed_gpudeck_run_leaves_none_of_its_parts_running(run_root: Path) -> None:
+    """`gpudeck run` SIGKILLed (the OOM killer, kill -9) cannot stop its parts, each in a
+    session of its own: the kernel tells them (SIGTERM at their parent's death) and each stops
+    itself. Before, they ran on headless: a browser test's run, SIGKILLed while it stopped,
+    left its scheduler retrying a removed Postgres for an hour."""
+    data_dir = run_root / "gpudeck-data"
+    run = start_gpudeck_run(data_dir, free_port(), run_root / "run.log")
+    try:
+        run.wait_healthy(timeout_s=60)
+        parts = [run.part(name) for name in ("scheduler", "api", "worker", "sampler")]
+        run.process.kill()
+        run.process.wait()
+        deadline = time.monotonic() + 30
+        while (left := [p for p in parts if _alive(p)]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert left == [], [p.cmdline() for p in left]
+    finally:  # the stores (and anything a failed check left): the supervisor stops them no more
+        for pid in processes_mentioning(str(data_dir)):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                psutil.Process(pid).kill()
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
