@@ -30,6 +30,18 @@ def processes_mentioning(marker: str) -> list[int]:
     return found
 
 
+def running(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """Those of `processes` still running: not gone, not a zombie waiting to be reaped."""
+    alive = []
+    for process in processes:
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE:
+                alive.append(process)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
 @dataclass
 class GpudeckRun:
     process: subprocess.Popen[str]

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import psutil
-from run_harness import GpudeckRun
+from run_harness import GpudeckRun, running
 
 HEARTBEAT_INTERVAL_S = 1.0
 LEASE_S = 6.0
@@ -98,17 +98,6 @@ def start_job(run: GpudeckRun, client: httpx.Client) -> tuple[int, dict[str, Any
 
 def ranks(record: dict[str, Any]) -> list[psutil.Process]:
     return [psutil.Process(pid) for pid in record["pids"]]
-
-
-def running(processes: list[psutil.Process]) -> list[psutil.Process]:
-    alive = []
-    for process in processes:
-        try:
-            if process.status() != psutil.STATUS_ZOMBIE:
-                alive.append(process)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
 
 
 def group_members(pgid: int) -> list[int]:

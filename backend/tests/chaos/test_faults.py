@@ -20,14 +20,13 @@ from chaos_helpers import (
     assert_no_record_lost,
     outage,
     ranks,
-    running,
     sigkill,
     start_job,
     stop_job,
     wait_job,
     wait_restarted,
 )
-from run_harness import GpudeckRun
+from run_harness import GpudeckRun, running
 
 JOBS: list[int] = []  # every job the suite submitted: none may disappear
 

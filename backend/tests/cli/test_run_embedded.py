@@ -22,7 +22,7 @@ import psutil
 import pytest
 from cli_harness import Cli
 from harness import auth_headers, free_port
-from run_harness import GpudeckRun, processes_mentioning, start_gpudeck_run
+from run_harness import GpudeckRun, processes_mentioning, running, start_gpudeck_run
 from stores import remove_root, temp_root
 
 # Among the suite's longest: started first (conftest.py).
@@ -146,17 +146,10 @@ def test_a_killed_gpudeck_run_leaves_none_of_its_parts_running(run_root: Path) -
         run.process.kill()
         run.process.wait()
         deadline = time.monotonic() + 30
-        while (left := [p for p in parts if _alive(p)]) and time.monotonic() < deadline:
+        while (left := running(parts)) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert left == [], [p.cmdline() for p in left]
     finally:  # the stores (and anything a failed check left): the supervisor stops them no more
         for pid in processes_mentioning(str(data_dir)):
             with contextlib.suppress(psutil.NoSuchProcess):
                 psutil.Process(pid).kill()
-
-
-def _alive(process: psutil.Process) -> bool:
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False

@@ -23,12 +23,19 @@ from e2e_helpers import WorkerProcess, spawn_part, worker_env
 
 
 @pytest.fixture
-def e2e_settings(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
-    monkeypatch.setenv("GPUDECK_KIND_MODULES", "e2e_kinds")
+def e2e_kinds(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process's kind registry with the test kinds of e2e_kinds.py (the in-process API
+    validates their configs), forgotten again after the test."""
+    monkeypatch.setenv(kinds.KIND_MODULES_ENV, "e2e_kinds")
     kinds.registry.cache_clear()
+    yield
+    kinds.registry.cache_clear()
+
+
+@pytest.fixture
+def e2e_settings(settings: Settings, e2e_kinds: None) -> Settings:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    yield settings
-    kinds.registry.cache_clear()
+    return settings
 
 
 @pytest.fixture

@@ -24,7 +24,6 @@ from stores import PostgresStore, RedisStore, Store, remove_root, temp_root
 from gpudeck.core import migrate
 from gpudeck.core.config import Settings
 from gpudeck.core.db import make_engine, make_sessionmaker
-from gpudeck.engine import kinds
 from gpudeck.engine.launch import group_alive
 from gpudeck.main import create_app
 
@@ -104,9 +103,7 @@ def _retry(action: Callable[[], T], timeout_s: float = 60) -> T:
 
 
 @pytest.fixture
-def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
-    monkeypatch.setenv(kinds.KIND_MODULES_ENV, "e2e_kinds")  # the API validates `faulty`
-    kinds.registry.cache_clear()
+def stack(tmp_path: Path, e2e_kinds: None) -> Iterator[Stack]:
     root = temp_root()  # not under tmp_path: pytest keeps that 0700, closed to `postgres`
     postgres, redis = PostgresStore(root), RedisStore(root)
     postgres.start()
@@ -144,7 +141,6 @@ def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         redis.stop()
         postgres.stop()
         remove_root(root)
-        kinds.registry.cache_clear()
 
 
 def _submit(stack: Stack) -> int:
